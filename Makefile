@@ -1,0 +1,29 @@
+# Two commands on a fresh machine: `make run` (the embedded default, offline) and `make test`.
+# Both set up what is missing first and are fast when everything is already there.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: setup run test lint bench
+setup: $(STAMP)
+	@$(PY) -m codesign.install browser
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+run: setup
+	$(PY) -m codesign
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check codesign tests benchmarks
+	$(VENV)/bin/ruff format --check codesign tests benchmarks
+
+bench: setup
+	$(PY) benchmarks/evidence.py

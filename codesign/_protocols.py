@@ -1,0 +1,74 @@
+"""Plug-in contracts. Small on purpose: implement one and point a config's ``_target_`` at it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from codesign._types import ExecResult, TrialRecord, Usage
+
+if TYPE_CHECKING:
+    from codesign.solve.recorder import SolveRecorder
+    from codesign.tasks.loader import Task, TaskView
+
+
+@dataclass
+class ModelReply:
+    message: dict[str, Any]  # an OpenAI-format assistant message: role, content, tool_calls
+    usage: Usage
+    cost_usd: float | None = None
+    cost_source: str = "unknown"  # provider | litellm_estimate | offline | unknown
+
+
+class Model(Protocol):
+    """A chat model with tool calling. Messages and tools use the OpenAI format (litellm's lingua franca)."""
+
+    name: str
+
+    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply: ...
+
+
+class Sandbox(Protocol):
+    """Where a solver's commands run. ``workspace`` is the host-side path of the final app tree."""
+
+    workspace: Path
+
+    def execute(self, command: str, timeout: float | None = None, stdin: str | None = None) -> ExecResult: ...
+
+    def read_file(self, path: str) -> str: ...
+
+    def write_file(self, path: str, content: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Harness(Protocol):
+    """Drives a model to revise the workspace. Ends by raising a :class:`codesign.solve.ended.Ended`."""
+
+    name: str
+
+    def solve(self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder) -> None: ...
+
+
+class Evaluator(Protocol):
+    """Grades one final workspace (already built and served at ``base_url``) against the hidden criteria."""
+
+    name: str
+
+    async def evaluate(self, task: Task, session: Any, out_dir: Path) -> Any: ...
+
+
+class Tracker(Protocol):
+    def start(self, run_name: str, group: str | None, config: dict[str, Any], out_dir: Path) -> None: ...
+
+    def log_trial(self, record: TrialRecord) -> None: ...
+
+    def finish(self, tables: dict[str, Any] | None, error: BaseException | None = None) -> None: ...
+
+
+class Executor(Protocol):
+    """Runs trial specs somewhere (Ray actors, this process) and streams records back as they finish."""
+
+    def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None]) -> list[TrialRecord]: ...

@@ -1,0 +1,138 @@
+"""Records passed between stages. Plain dataclasses: they cross Ray and land in parquet and JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Verdict(StrEnum):
+    PASS = "PASS"
+    PARTIAL = "PARTIAL"
+    FAIL = "FAIL"
+
+
+VERDICT_SCORE = {Verdict.PASS: 1.0, Verdict.PARTIAL: 0.5, Verdict.FAIL: 0.0}
+
+
+class ExitStatus(StrEnum):
+    """How a solve ended. Caps and infrastructure failures are outcomes, recorded as data."""
+
+    SUBMITTED = "submitted"  # the agent said it was done
+    TURN_CAP = "turn_cap"
+    TIME_CAP = "time_cap"
+    COST_CAP = "cost_cap"
+    AGENT_ERROR = "agent_error"  # the model or harness broke (bad output it could not recover from)
+    INFRA_ERROR = "infra_error"  # sandbox, network, endpoint: not the model's fault
+
+    @property
+    def is_infrastructure(self) -> bool:
+        # The paper records timeouts as infrastructure failures (appendix D).
+        return self in (ExitStatus.TIME_CAP, ExitStatus.INFRA_ERROR)
+
+
+class TrialStatus(StrEnum):
+    OK = "ok"  # solved (whatever the exit status) and evaluated: counts in scores
+    TASK_ERROR = "task_error"  # the task itself could not be loaded: reported, never a zero
+    INFRA_ERROR = "infra_error"  # evaluation infrastructure failed: reported, never a zero
+    ABORTED = "aborted"  # the evidence audit aborted evaluation: excluded from aggregation
+
+
+@dataclass
+class ExecResult:
+    output: str
+    returncode: int | None  # None when the command was killed on timeout
+    timed_out: bool = False
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __iadd__(self, other: Usage) -> Usage:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cached_tokens += other.cached_tokens
+        return self
+
+
+@dataclass
+class Telemetry:
+    """Per-trial effort. Same schema for every harness."""
+
+    turns: int = 0
+    tool_calls: dict[str, int] = field(default_factory=dict)  # by kind: edit, shell, read, ...
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_source: str = "none"  # provider | litellm_estimate | cli | offline | unknown
+    wall_s: float = 0.0
+    exit_status: str = ExitStatus.SUBMITTED
+    message: str = ""
+
+    def add_usage(self, usage: Usage) -> None:
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cached_tokens += usage.cached_tokens
+
+    def count_tool(self, kind: str) -> None:
+        self.tool_calls[kind] = self.tool_calls.get(kind, 0) + 1
+
+
+@dataclass
+class CriterionVerdict:
+    criterion_id: str
+    kind: str
+    preserve: bool
+    verdict: str  # a Verdict value
+    grader: str  # probe | judge | verifier | none
+    reason: str
+    evidence_ids: list[str] = field(default_factory=list)
+    failure_category: str | None = None  # missing | wrong | regressed | element_never_reached | ...
+
+    @property
+    def score(self) -> float:
+        return VERDICT_SCORE[Verdict(self.verdict)]
+
+
+@dataclass
+class EvidenceItem:
+    id: str
+    kind: str  # diff | dom | screenshot | console | network | route | action | build
+    route: str | None = None
+    viewport: str | None = None
+    path: str | None = None  # file inside the evaluation folder, relative
+    data: Any = None  # small inline payloads (status codes, console lines, action records)
+
+
+@dataclass
+class Evaluation:
+    status: str  # a TrialStatus value
+    verdicts: list[CriterionVerdict] = field(default_factory=list)
+    evidence: list[EvidenceItem] = field(default_factory=list)
+    message: str = ""
+    wall_s: float = 0.0
+
+
+@dataclass
+class TrialRecord:
+    """One trial's result as it streams back to the driver."""
+
+    trial_key: str
+    eval_key: str | None
+    task_id: str
+    track: str
+    cell: dict[str, str]  # model, harness, regime, evaluator, seed
+    labels: dict[str, Any]
+    status: str  # a TrialStatus value
+    telemetry: Telemetry | None = None
+    evaluation: Evaluation | None = None
+    message: str = ""
+    cached: dict[str, bool] = field(default_factory=dict)  # stage -> reused from the store
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

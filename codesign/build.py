@@ -1,0 +1,40 @@
+"""Every component is built here, from the ``_target_`` of its config group (one place, one way)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hydra.utils import instantiate
+
+from codesign._protocols import Harness, Model, Sandbox
+from codesign.tasks.loader import Task
+
+
+def build_model(cfg: dict[str, Any], task: Task) -> Model:
+    # Only a model that declares it (the oracle) is handed the reference solution. It is passed after
+    # instantiation so OmegaConf never tries to resolve ``${...}`` inside the patch text.
+    if cfg.get("uses_reference"):
+        return instantiate(cfg, _convert_="all", _partial_=True)(reference_patch=task.reference_patch())
+    return instantiate(cfg, _convert_="all")
+
+
+def build_harness(cfg: dict[str, Any]) -> Harness:
+    return instantiate(cfg, _convert_="all")
+
+
+def build_regime(cfg: dict[str, Any]) -> Any:
+    return instantiate(cfg, _convert_="all")
+
+
+def build_sandbox(cfg: dict[str, Any], workspace: Path, home: Path) -> Sandbox:
+    return instantiate(cfg, _convert_="all", workspace=workspace, home=home)
+
+
+def build_evaluator(cfg: dict[str, Any]) -> Any:
+    return instantiate(cfg, _convert_="all")
+
+
+def build(cfg: dict[str, Any]) -> Any:
+    """Build any other component (tracker, executor) from its config."""
+    return instantiate(cfg, _convert_="all")

@@ -1,0 +1,27 @@
+"""User-facing errors. Each says what went wrong and how to fix it (Inspect AI's lesson)."""
+
+from __future__ import annotations
+
+
+class CodesignError(Exception):
+    """Base class: ``str(err)`` is the message a user sees, ending with a hint when there is one."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        self.message, self.hint = message, hint
+        super().__init__(f"{message}\n  hint: {hint}" if hint else message)
+
+
+class ConfigError(CodesignError):
+    """The composed configuration cannot be run as given."""
+
+
+class TaskError(CodesignError):
+    """A task folder is malformed: names the task, the file and the problem."""
+
+    def __init__(self, task_id: str, file: str, problem: str, hint: str | None = None):
+        self.task_id, self.file, self.problem = task_id, file, problem
+        super().__init__(f"task {task_id!r}: {file}: {problem}", hint)
+
+
+class EnvironmentSetupError(CodesignError):
+    """Something outside the project is missing (browser, Docker engine, npm)."""

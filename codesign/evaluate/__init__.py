@@ -1,0 +1,1 @@
+"""Evaluate: build and serve the final workspace, gather browser evidence, grade each criterion."""

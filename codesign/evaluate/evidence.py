@@ -1,0 +1,118 @@
+"""Evidence about a served app, each item with an id that verdicts cite.
+
+Ids: ``diff``, ``build``, ``route:/cart``, and per route and viewport ``shot:/cart@mobile``,
+``dom:/cart@mobile``, ``console:/cart@mobile``, ``network:/cart@mobile``; probes add
+``action:<criterion>.<n>`` and ``shot:<criterion>`` for what they did.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codesign._types import EvidenceItem
+from codesign.evaluate.browser import Browser
+
+_SETTLE_JS = """async () => {
+  if (document.fonts && document.fonts.ready) { await document.fonts.ready; }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+}"""
+
+
+def slug(route: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", route).strip("_") or "root"
+
+
+@dataclass
+class LoadedPage:
+    page: Any
+    route: str
+    viewport: str
+    status: int | None
+    console: list[dict[str, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    network: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class EvidenceSession:
+    """Evidence for one final workspace; graders read pages and items and may open new pages."""
+
+    browser: Browser
+    base_url: str
+    out_dir: Path
+    workspace: Path
+    items: dict[str, EvidenceItem] = field(default_factory=dict)
+    pages: dict[tuple[str, str], LoadedPage] = field(default_factory=dict)
+    _contexts: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, item: EvidenceItem) -> str:
+        self.items[item.id] = item
+        return item.id
+
+    def write(self, name: str, content: bytes | str) -> str:
+        path = self.out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        return name
+
+    async def context(self, viewport: str) -> Any:
+        if viewport not in self._contexts:
+            self._contexts[viewport] = await self.browser.context(viewport)
+        return self._contexts[viewport]
+
+    async def open(self, route: str, viewport: str, context: Any | None = None) -> LoadedPage:
+        """Load ``route`` in a new page, recording console, page errors and network traffic."""
+        ctx = context or await self.context(viewport)
+        page = await ctx.new_page()
+        loaded = LoadedPage(page, route, viewport, None)
+        page.on("console", lambda m: loaded.console.append({"type": m.type, "text": m.text}))
+        page.on("pageerror", lambda e: loaded.errors.append(str(e)))
+        page.on("requestfinished", lambda r: loaded.network.append({"url": r.url, "method": r.method}))
+        page.on(
+            "requestfailed", lambda r: loaded.network.append({"url": r.url, "method": r.method, "failure": r.failure})
+        )
+        response = await page.goto(self.base_url + route, wait_until="load", timeout=20_000)
+        loaded.status = response.status if response else None
+        await page.evaluate(_SETTLE_JS)
+        return loaded
+
+    async def collect(self, routes: list[str], viewports: list[str], patch: str, build_log: str) -> None:
+        """Baseline evidence every grader can cite: diff, build log, and each route at each viewport."""
+        self.add(EvidenceItem("diff", "diff", path=self.write("diff.patch", patch)))
+        self.add(EvidenceItem("build", "build", path=self.write("build.log", build_log)))
+        for viewport in viewports:
+            for route in routes:
+                loaded = await self.open(route, viewport)
+                self.pages[(route, viewport)] = loaded
+                key = f"{route}@{viewport}"
+                name = f"{slug(route)}@{viewport}"
+                if viewport == viewports[0]:
+                    self.add(EvidenceItem(f"route:{route}", "route", route=route, data={"status": loaded.status}))
+                shot = await loaded.page.screenshot(full_page=True, type="png")
+                self.add(EvidenceItem(f"shot:{key}", "screenshot", route, viewport, self.write(f"{name}.png", shot)))
+                dom = await loaded.page.content()
+                self.add(EvidenceItem(f"dom:{key}", "dom", route, viewport, self.write(f"{name}.html", dom)))
+                self.add(
+                    EvidenceItem(
+                        f"console:{key}",
+                        "console",
+                        route,
+                        viewport,
+                        data={"messages": loaded.console, "page_errors": loaded.errors},
+                    )
+                )
+                self.add(EvidenceItem(f"network:{key}", "network", route, viewport, data=loaded.network))
+
+    async def close(self) -> None:
+        for ctx in self._contexts.values():
+            await ctx.close()
+        self._contexts.clear()
+        self.pages.clear()
+
+    def save_index(self) -> None:
+        index = [vars(item) for item in self.items.values()]
+        (self.out_dir / "evidence.json").write_text(json.dumps(index, indent=1, default=str))

@@ -1,0 +1,345 @@
+"""Run a criterion's deterministic probe against the served app and grade it.
+
+Assertion-only probes read the already-loaded evidence page for their route and viewport.
+Probes with steps get a fresh context (fresh storage), and every step is recorded as an action
+with its before/after state, so interaction verdicts rest on actions that really happened.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from codesign._types import CriterionVerdict, EvidenceItem, Verdict
+from codesign.evaluate.browser import VIEWPORTS
+from codesign.evaluate.evidence import EvidenceSession, LoadedPage
+from codesign.tasks import probes as P
+from codesign.tasks.schema import Criterion
+
+STEP_TIMEOUT_MS = 3_000
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+class StepFailed(Exception):
+    """A step could not be performed: the element was never reached."""
+
+
+@dataclass
+class Check:
+    ok: bool
+    detail: str
+    missing: bool = False  # the selector matched nothing
+
+
+def _norm(text: str | None) -> str:
+    return re.sub(r"\s+", " ", text or "").strip()
+
+
+def _compare_text(actual: str, a: P.Text) -> bool:
+    fold = (lambda s: s.casefold()) if a.ignore_case else (lambda s: s)
+    actual = fold(actual)
+    if a.equals is not None:
+        return actual == fold(_norm(a.equals))
+    if a.contains is not None:
+        return fold(_norm(a.contains)) in actual
+    if a.absent is not None:
+        return fold(_norm(a.absent)) not in actual
+    return re.search(a.matches or "", actual, re.IGNORECASE if a.ignore_case else 0) is not None
+
+
+def _hex_to_rgb(value: str) -> str:
+    m = re.fullmatch(r"#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})", value.strip())
+    if not m:
+        return value
+    h = m.group(1)
+    h = "".join(c * 2 for c in h) if len(h) == 3 else h
+    return f"rgb({int(h[0:2], 16)}, {int(h[2:4], 16)}, {int(h[4:6], 16)})"
+
+
+def style_matches(actual: str, expected: str, tolerance: float) -> bool:
+    """Equal after normalisation; numbers (px, colour channels) within a relative tolerance."""
+    actual, expected = _norm(actual).lower(), _norm(_hex_to_rgb(expected)).lower()
+    if actual == expected:
+        return True
+    if _NUMBER.sub("#", actual) != _NUMBER.sub("#", expected):
+        return False
+    pairs = zip(map(float, _NUMBER.findall(actual)), map(float, _NUMBER.findall(expected)), strict=True)
+    return all(abs(a - e) <= tolerance * max(abs(e), 1.0) for a, e in pairs)
+
+
+async def _first(page: Any, selector: str) -> Any | None:
+    loc = page.locator(selector)
+    return loc.first if await loc.count() > 0 else None
+
+
+async def check(assertion: tuple[str, Any], loaded: LoadedPage | None, session: EvidenceSession) -> Check:
+    name, a = assertion
+    if name == "source":
+        return _check_source(a, session)
+    page = loaded.page
+    match name:
+        case "text":
+            el = await _first(page, a.selector)
+            if el is None:
+                return Check(False, f"no element matches {a.selector!r}", missing=True)
+            actual = _norm(await el.inner_text())
+            return Check(_compare_text(actual, a), f"{a.selector} text is {actual[:160]!r}")
+        case "value":
+            el = await _first(page, a.selector)
+            if el is None:
+                return Check(False, f"no element matches {a.selector!r}", missing=True)
+            value = await el.input_value()
+            if a.equals is not None:
+                return Check(value == a.equals, f"{a.selector} value is {value!r}")
+            try:
+                ok = abs(float(value) - a.number) <= a.tolerance
+            except ValueError:
+                ok = False
+            return Check(ok, f"{a.selector} value is {value!r}")
+        case "visible":
+            el = await _first(page, a.selector)
+            if el is None:
+                return Check(False, f"no element matches {a.selector!r}", missing=True)
+            return Check(await el.is_visible(), f"{a.selector} visible={await el.is_visible()}")
+        case "hidden":
+            el = await _first(page, a.selector)
+            visible = el is not None and await el.is_visible()
+            return Check(not visible, f"{a.selector} visible={visible}")
+        case "count":
+            n = await page.locator(a.selector).count()
+            ok = (a.equals is None or n == a.equals) and (a.min is None or n >= a.min) and (a.max is None or n <= a.max)
+            return Check(ok, f"{n} elements match {a.selector!r}", missing=n == 0 and not ok)
+        case "style":
+            el = await _first(page, a.selector)
+            if el is None:
+                return Check(False, f"no element matches {a.selector!r}", missing=True)
+            value = await el.evaluate(
+                "(el, [p, ps]) => getComputedStyle(el, ps).getPropertyValue(p)", [a.property, a.pseudo]
+            )
+            if a.equals is not None:
+                return Check(style_matches(value, a.equals, a.tolerance), f"{a.selector} {a.property}: {value}")
+            return Check(not style_matches(value, a.not_equals, a.tolerance), f"{a.selector} {a.property}: {value}")
+        case "attribute":
+            el = await _first(page, a.selector)
+            if el is None:
+                return Check(False, f"no element matches {a.selector!r}", missing=True)
+            value = await el.get_attribute(a.name)
+            return Check(_compare_value(value, a.equals, a.contains, a.exists), f"{a.selector}[{a.name}]={value!r}")
+        case "storage":
+            value = await page.evaluate(
+                "([area, key]) => (area === 'local' ? localStorage : sessionStorage).getItem(key)", [a.area, a.key]
+            )
+            return Check(_compare_value(value, a.equals, a.contains, a.exists), f"{a.area}Storage[{a.key!r}]={value!r}")
+        case "route_status":
+            response = await page.request.get(session.base_url + a.route)
+            return Check(response.status == a.status, f"GET {a.route} -> {response.status}")
+        case "console_clean":
+            levels = {"error"} if a.level == "error" else {"error", "warning"}
+            bad = [m["text"] for m in loaded.console if m["type"] in levels] + loaded.errors
+            return Check(not bad, f"{len(bad)} console problems" + (f": {bad[0][:160]}" if bad else ""))
+        case "position":
+            return await _check_position(page, a)
+        case "role":
+            n = await page.get_by_role(a.role, name=a.name, exact=a.exact).count()
+            ok = n == a.count if a.count is not None else n >= 1
+            return Check(ok, f"{n} elements with role={a.role} name={a.name!r}", missing=n == 0 and not ok)
+        case "no_horizontal_overflow":
+            overflow = await page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+            return Check(overflow <= a.tolerance_px, f"horizontal overflow {overflow}px")
+        case "title":
+            title = _norm(await page.title())
+            ok = (a.equals is None or title == a.equals) and (a.contains is None or a.contains in title)
+            return Check(ok, f"title is {title!r}")
+    raise ValueError(f"no runner for assertion {name!r}")  # the schema makes this unreachable
+
+
+def _compare_value(value: str | None, equals: str | None, contains: str | None, exists: bool | None) -> bool:
+    if exists is not None and (value is not None) != exists:
+        return False
+    if equals is not None and value != equals:
+        return False
+    return contains is None or (value is not None and contains in value)
+
+
+async def _check_position(page: Any, a: P.Position) -> Check:
+    el = await _first(page, a.selector)
+    box = await el.bounding_box() if el else None
+    if box is None:
+        return Check(False, f"{a.selector} is not rendered", missing=True)
+    details, ok = [f"{a.selector} at x={box['x']:.0f} y={box['y']:.0f}"], True
+    for relation, other in (("left_of", a.left_of), ("right_of", a.right_of), ("above", a.above), ("below", a.below)):
+        if other is None:
+            continue
+        o = await _first(page, other)
+        ob = await o.bounding_box() if o else None
+        if ob is None:
+            return Check(False, f"{other} is not rendered", missing=True)
+        holds = {
+            "left_of": box["x"] + box["width"] <= ob["x"] + 1,
+            "right_of": box["x"] >= ob["x"] + ob["width"] - 1,
+            "above": box["y"] + box["height"] <= ob["y"] + 1,
+            "below": box["y"] >= ob["y"] + ob["height"] - 1,
+        }[relation]
+        ok &= holds
+        details.append(f"{relation} {other}: {holds}")
+    if a.within_viewport is not None:
+        width = page.viewport_size["width"]
+        inside = box["x"] >= -1 and box["x"] + box["width"] <= width + 1
+        ok &= inside == a.within_viewport
+        details.append(f"within viewport: {inside}")
+    return Check(ok, "; ".join(details))
+
+
+def _check_source(a: P.Source, session: EvidenceSession) -> Check:
+    files = [
+        p
+        for p in session.workspace.rglob("*")
+        if p.is_file()
+        and not {"node_modules", "dist", "_attachments"} & set(p.relative_to(session.workspace).parts)
+        and fnmatch.fnmatch(str(p.relative_to(session.workspace)), a.glob)
+    ]
+    if not files:
+        return Check(False, f"no source file matches {a.glob!r}", missing=True)
+    text = "\n".join(p.read_text(errors="replace") for p in files)
+    if a.contains is not None:
+        return Check(a.contains in text, f"{len(files)} files matching {a.glob!r} searched for {a.contains!r}")
+    if a.matches is not None:
+        return Check(re.search(a.matches, text, re.M) is not None, f"{a.glob!r} matched against /{a.matches}/")
+    return Check(a.absent not in text, f"{a.glob!r} checked for absence of {a.absent!r}")
+
+
+async def _dom_hash(page: Any) -> str:
+    return hashlib.sha1((await page.content()).encode()).hexdigest()[:12]
+
+
+async def _perform(page: Any, name: str, s: Any, session: EvidenceSession) -> None:
+    t = STEP_TIMEOUT_MS
+    match name:
+        case "click":
+            await page.locator(s.selector).first.click(timeout=t)
+        case "fill":
+            await page.locator(s.selector).first.fill(s.value, timeout=t)
+        case "press":
+            target = page.locator(s.selector).first if s.selector else page.keyboard
+            await (target.press(s.key, timeout=t) if s.selector else target.press(s.key))
+        case "select":
+            await page.locator(s.selector).first.select_option(s.value, timeout=t)
+        case "hover":
+            await page.locator(s.selector).first.hover(timeout=t)
+        case "check":
+            await page.locator(s.selector).first.check(timeout=t)
+        case "goto":
+            await page.goto(session.base_url + s.route, wait_until="load")
+        case "scroll":
+            if s.selector:
+                await page.locator(s.selector).first.scroll_into_view_if_needed(timeout=t)
+            else:
+                await page.evaluate("y => window.scrollTo(0, y)", s.y or 0)
+        case "set_viewport":
+            await page.set_viewport_size(VIEWPORTS[s.viewport]["viewport"])
+        case "wait":
+            await page.wait_for_timeout(s.ms)
+        case "wait_for":
+            await page.locator(s.selector).first.wait_for(state=s.state, timeout=t)
+    await page.wait_for_timeout(50)  # let handlers and re-renders settle
+
+
+async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerdict:
+    probe = criterion.probe
+    assert probe is not None
+    cited: list[str] = []
+    loaded: LoadedPage | None = None
+    context = None
+    failed_step: str | None = None
+    try:
+        if probe.needs_browser and not probe.steps and (probe.route, probe.viewport) in session.pages:
+            loaded = session.pages[(probe.route, probe.viewport)]
+            key = f"{probe.route}@{probe.viewport}"
+            cited += [f"dom:{key}", f"shot:{key}", f"console:{key}"]
+        elif probe.needs_browser:
+            context = await session.browser.context(probe.viewport)
+            loaded = await session.open(probe.route, probe.viewport, context=context)
+            failed_step = await _run_steps(criterion, loaded, session, cited)
+        checks = [] if failed_step else [await check(a, loaded, session) for a in probe.expect]
+        if context is not None and loaded is not None:
+            shot = await loaded.page.screenshot(full_page=False, type="png")
+            cited.append(
+                session.add(
+                    EvidenceItem(
+                        f"shot:{criterion.id}",
+                        "screenshot",
+                        probe.route,
+                        probe.viewport,
+                        session.write(f"probe_{criterion.id}.png", shot),
+                    )
+                )
+            )
+    finally:
+        if context is not None:
+            await context.close()
+    if any(name == "source" for name, _ in probe.expect):
+        cited.insert(0, "diff")
+    probe_id = session.add(
+        EvidenceItem(
+            f"probe:{criterion.id}",
+            "probe",
+            probe.route,
+            probe.viewport,
+            data=[{"ok": c.ok, "detail": c.detail} for c in checks],
+        )
+    )
+    cited.append(probe_id)
+    if failed_step:
+        return _verdict(criterion, Verdict.FAIL, failed_step, cited, "element_never_reached")
+    passed = sum(c.ok for c in checks)
+    reason = "; ".join(("ok: " if c.ok else "failed: ") + c.detail for c in checks)
+    if passed == len(checks):
+        return _verdict(criterion, Verdict.PASS, reason, cited, None)
+    if probe.partial and passed > 0:
+        return _verdict(criterion, Verdict.PARTIAL, reason, cited, _category(criterion, checks))
+    return _verdict(criterion, Verdict.FAIL, reason, cited, _category(criterion, checks))
+
+
+async def _run_steps(
+    criterion: Criterion, loaded: LoadedPage, session: EvidenceSession, cited: list[str]
+) -> str | None:
+    """Perform and record each step; returns a failure description if one could not be performed."""
+    page = loaded.page
+    for i, (name, step) in enumerate(criterion.probe.steps, start=1):
+        before = {"url": page.url, "dom": await _dom_hash(page)}
+        error = None
+        try:
+            await _perform(page, name, step, session)
+        except Exception as e:  # Playwright's TimeoutError and friends: the element was never reached
+            error = str(e).splitlines()[0][:300]
+        after = {"url": page.url, "dom": await _dom_hash(page)}
+        record = {
+            "step": name,
+            "args": step.model_dump(exclude_none=True),
+            "ok": error is None,
+            "error": error,
+            "before": before,
+            "after": after,
+            "state_changed": before != after,
+        }
+        cited.append(
+            session.add(
+                EvidenceItem(f"action:{criterion.id}.{i}", "action", loaded.route, loaded.viewport, data=record)
+            )
+        )
+        if error:
+            return f"step {i} ({name} {record['args']}) could not be performed: {error}"
+    return None
+
+
+def _category(criterion: Criterion, checks: list[Check]) -> str:
+    if criterion.preserve:
+        return "regressed"
+    return "missing" if any(c.missing for c in checks if not c.ok) else "wrong"
+
+
+def _verdict(c: Criterion, v: Verdict, reason: str, cited: list[str], category: str | None) -> CriterionVerdict:
+    return CriterionVerdict(c.id, c.kind, c.preserve, v.value, "probe", reason, cited, category)

@@ -1,0 +1,89 @@
+"""Evaluate one final state: materialize baseline + patch, build, serve, gather evidence, grade."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from codesign._protocols import Evaluator
+from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, TrialStatus, Verdict
+from codesign.evaluate.browser import Browser
+from codesign.evaluate.evidence import EvidenceSession
+from codesign.evaluate.serve import build_app, serve
+from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
+from codesign.tasks.loader import Task
+
+VIEWPORTS = ["desktop", "mobile"]
+
+
+def _all_fail(task: Task, reason: str, cited: list[str], category: str) -> list[CriterionVerdict]:
+    return [
+        CriterionVerdict(c.id, c.kind, c.preserve, Verdict.FAIL.value, "none", reason, cited, category)
+        for c in task.criteria
+    ]
+
+
+async def evaluate_patch(
+    task: Task,
+    patch: str,
+    evaluator: Evaluator,
+    browser: Browser,
+    out_dir: Path,
+    node_cache: Path,
+    scratch_root: str | None = None,
+) -> Evaluation:
+    """Grade ``patch`` applied to the task's baseline. Candidate failures (patch, build, serve) are
+    FAIL verdicts; only failures of the evaluation machinery are raised."""
+    start = time.monotonic()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"codesign-eval-{task.id}-", dir=scratch_root))
+    workspace = scratch / "workspace"
+    try:
+        copy_tree(task.app_dir, workspace)
+        (out_dir / "diff.patch").write_text(patch)
+        try:
+            apply_patch(workspace, patch)
+        except PatchError as e:
+            return Evaluation(
+                TrialStatus.OK.value,
+                _all_fail(task, f"patch does not apply: {e}", ["diff"], "wrong"),
+                [EvidenceItem("diff", "diff", path="diff.patch")],
+                str(e),
+                time.monotonic() - start,
+            )
+        env = task.manifest.environment
+        build = await asyncio.to_thread(build_app, workspace, env, node_cache)
+        serve_root = workspace / env.serve.static_dir
+        if not build.ok or (env.serve.command is None and not serve_root.is_dir()):
+            (out_dir / "build.log").write_text(build.log)
+            reason = "the app does not build" if not build.ok else f"nothing to serve at {env.serve.static_dir}"
+            evidence = [
+                EvidenceItem("diff", "diff", path="diff.patch"),
+                EvidenceItem("build", "build", path="build.log"),
+            ]
+            return Evaluation(
+                TrialStatus.OK.value,
+                _all_fail(task, reason, ["build"], "build_failed"),
+                evidence,
+                reason,
+                time.monotonic() - start,
+            )
+        with serve(workspace, env) as base_url:
+            session = EvidenceSession(browser, base_url, out_dir, workspace)
+            try:
+                await session.collect(list(env.routes), VIEWPORTS, patch, build.log)
+                verdicts = await evaluator.evaluate(task, session)
+            finally:
+                await session.close()
+                session.save_index()
+        (out_dir / "verdicts.json").write_text(json.dumps([asdict(v) for v in verdicts], indent=1))
+        return Evaluation(
+            TrialStatus.OK.value, verdicts, list(session.items.values()), "", round(time.monotonic() - start, 3)
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

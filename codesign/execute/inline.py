@@ -1,0 +1,36 @@
+"""Run trials as coroutines in this process, sharing one browser. For debugging and small runs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from codesign._types import TrialRecord
+from codesign.evaluate.browser import Browser
+from codesign.trial import TrialSpec, run_trial_safely
+
+
+@dataclass
+class InlineExecutor:
+    max_concurrency: int = 4  # trials in flight at once
+    browser_executable: str | None = None
+
+    def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None]) -> list[TrialRecord]:
+        return asyncio.run(self._run(specs, on_result))
+
+    async def _run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None]) -> list[TrialRecord]:
+        browser = Browser(self.browser_executable)
+        gate = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(spec: dict[str, Any]) -> TrialRecord:
+            async with gate:
+                record = await run_trial_safely(TrialSpec(**spec), browser)
+            on_result(record)
+            return record
+
+        try:
+            return list(await asyncio.gather(*(one(s) for s in specs)))
+        finally:
+            await browser.close()

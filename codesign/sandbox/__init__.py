@@ -1,0 +1,1 @@
+"""Sandboxes and workspaces: where solver commands run, and how final states become patches."""

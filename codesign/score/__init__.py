@@ -1,0 +1,5 @@
+"""Scores: verdict rows → per-task scores → task-normalized summaries (the paper's metrics)."""
+
+from codesign.score.metrics import format_summary, summary_frame, task_frame, verdict_frame
+
+__all__ = ["format_summary", "summary_frame", "task_frame", "verdict_frame"]

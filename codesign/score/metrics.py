@@ -1,0 +1,157 @@
+"""The paper's metrics over verdict rows, with polars.
+
+Per task: Strict = PASS share; Graded = (PASS + 0.5·PARTIAL) share; Full-Pass = every criterion PASS.
+Averages weight tasks equally (not criteria), per track (ME, RE) and combined (ALL). Trials that
+errored or whose evaluation was aborted are counted and shown, never averaged in as zeros.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import polars as pl
+
+from codesign._types import VERDICT_SCORE, TrialRecord, TrialStatus, Verdict
+
+CELL = ["model", "harness", "regime", "evaluator"]
+_SCORE = {v.value: s for v, s in VERDICT_SCORE.items()}
+
+
+def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
+    rows = []
+    for r in records:
+        if r.evaluation is None:
+            continue
+        for v in r.evaluation.verdicts:
+            rows.append(
+                {
+                    **_cell(r),
+                    "trial_key": r.trial_key,
+                    "task_id": r.task_id,
+                    "track": r.track,
+                    **asdict(v),
+                    "score": _SCORE[v.verdict],
+                }
+            )
+    schema = {
+        **dict.fromkeys([*CELL, "seed", "trial_key", "task_id", "track", "criterion_id", "kind"], pl.String),
+        "preserve": pl.Boolean,
+        "verdict": pl.String,
+        "grader": pl.String,
+        "reason": pl.String,
+        "evidence_ids": pl.List(pl.String),
+        "failure_category": pl.String,
+        "score": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _cell(r: TrialRecord) -> dict[str, str]:
+    return {k: str(r.cell.get(k, "")) for k in [*CELL, "seed"]}
+
+
+def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
+    """One row per trial: scores (null unless status is ok), labels and telemetry columns."""
+    rows = []
+    for r in records:
+        t = r.telemetry
+        row: dict[str, Any] = {
+            **_cell(r),
+            "trial_key": r.trial_key,
+            "task_id": r.task_id,
+            "track": r.track,
+            "status": r.status,
+            "message": r.message,
+            "modality": r.labels.get("modality"),
+            "n_edit_types": r.labels.get("n_edit_types"),
+            "capability": ",".join(r.labels.get("capability", [])),
+            "exit_status": t.exit_status if t else None,
+            "turns": t.turns if t else None,
+            "tool_calls": sum(t.tool_calls.values()) if t else None,
+            "input_tokens": t.input_tokens if t else None,
+            "output_tokens": t.output_tokens if t else None,
+            "cached_tokens": t.cached_tokens if t else None,
+            "cost_usd": t.cost_usd if t else None,
+            "cost_source": t.cost_source if t else None,
+            "solve_s": t.wall_s if t else None,
+            "eval_s": r.evaluation.wall_s if r.evaluation else None,
+            "n_criteria": None,
+            "n_pass": None,
+            "n_partial": None,
+            "strict": None,
+            "graded": None,
+            "full_pass": None,
+        }
+        if r.status == TrialStatus.OK and r.evaluation and r.evaluation.verdicts:
+            verdicts = [v.verdict for v in r.evaluation.verdicts]
+            n, n_pass, n_partial = len(verdicts), verdicts.count(Verdict.PASS), verdicts.count(Verdict.PARTIAL)
+            row |= {
+                "n_criteria": n,
+                "n_pass": n_pass,
+                "n_partial": n_partial,
+                "strict": n_pass / n,
+                "graded": (n_pass + 0.5 * n_partial) / n,
+                "full_pass": n_pass == n,
+            }
+        rows.append(row)
+    schema = {
+        **dict.fromkeys([*CELL, "seed", "trial_key", "task_id", "track", "status", "message", "modality"], pl.String),
+        "n_edit_types": pl.Int64,
+        "capability": pl.String,
+        "exit_status": pl.String,
+        "turns": pl.Int64,
+        "tool_calls": pl.Int64,
+        "input_tokens": pl.Int64,
+        "output_tokens": pl.Int64,
+        "cached_tokens": pl.Int64,
+        "cost_usd": pl.Float64,
+        "cost_source": pl.String,
+        "solve_s": pl.Float64,
+        "eval_s": pl.Float64,
+        "n_criteria": pl.Int64,
+        "n_pass": pl.Int64,
+        "n_partial": pl.Int64,
+        "strict": pl.Float64,
+        "graded": pl.Float64,
+        "full_pass": pl.Boolean,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Per cell and track (ME, RE, ALL): task-normalized means plus error and abort counts."""
+    # A task that failed to load has no known track: it shows in ALL only.
+    both = pl.concat([tasks.filter(pl.col("track").is_in(["ME", "RE"])), tasks.with_columns(track=pl.lit("ALL"))])
+    scored = pl.col("status") == TrialStatus.OK.value
+    out = (
+        both.group_by([*CELL, "track"])
+        .agg(
+            tasks=scored.sum(),
+            strict=pl.col("strict").filter(scored).mean(),
+            graded=pl.col("graded").filter(scored).mean(),
+            full_pass=pl.col("full_pass").filter(scored).cast(pl.Float64).mean(),
+            zero_pass=(pl.col("n_pass") == 0).filter(scored).cast(pl.Float64).mean(),
+            errors=pl.col("status").is_in([TrialStatus.TASK_ERROR.value, TrialStatus.INFRA_ERROR.value]).sum(),
+            aborted=(pl.col("status") == TrialStatus.ABORTED.value).sum(),
+            capped=pl.col("exit_status").is_in(["turn_cap", "time_cap", "cost_cap"]).sum(),
+        )
+        .with_columns(track_order=pl.col("track").replace_strict({"ME": 0, "RE": 1, "ALL": 2}, default=3))
+        .sort([*CELL, "track_order"])
+        .drop("track_order")
+    )
+    return out
+
+
+def format_summary(summary: pl.DataFrame) -> str:
+    shown = summary.with_columns(pl.col(c).round(3) for c in ("strict", "graded", "full_pass", "zero_pass"))
+    with pl.Config(
+        tbl_formatting="ASCII_MARKDOWN",
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=200,
+        fmt_str_lengths=40,
+    ):
+        return str(shown)

@@ -1,0 +1,1 @@
+"""Solve: models, harnesses and regimes turn a task's request into a final workspace (a patch)."""

@@ -1,0 +1,1 @@
+"""Harnesses: the agent loops that drive a model (native; others arrive as configs)."""

@@ -1,0 +1,136 @@
+"""codesign's own tool-calling agent: a loop of model call → tool calls → observations.
+
+Small on purpose (mini-swe-agent's lesson): the whole control flow is ``solve`` and ``step``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from jinja2 import StrictUndefined, Template
+
+from codesign._protocols import Model, Sandbox
+from codesign.solve.ended import AgentError, Submitted
+from codesign.solve.recorder import SolveRecorder
+from codesign.tasks.loader import TaskView
+
+
+def _tool(name: str, description: str, **params: str) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {k: {"type": "string", "description": v} for k, v in params.items()},
+                "required": list(params),
+            },
+        },
+    }
+
+
+TOOLS = [
+    _tool(
+        "shell",
+        "Run a bash command in the app's folder; returns combined stdout/stderr and exit code.",
+        command="the command",
+    ),
+    _tool("read_file", "Read a text file of the app.", path="path relative to the app folder"),
+    _tool("write_file", "Create or overwrite a file of the app.", path="relative path", content="full content"),
+    _tool(
+        "edit_file",
+        "Replace one exact, unique occurrence of old_text with new_text in a file.",
+        path="relative path",
+        old_text="text to replace (must occur once)",
+        new_text="replacement",
+    ),
+    _tool("finish", "Call when the revision is complete.", summary="what you changed"),
+]
+
+
+def _prompt(name: str) -> str:
+    return resources.files("codesign.solve.prompts").joinpath(name).read_text()
+
+
+class ToolError(Exception):
+    """A tool call the model can recover from: its message becomes the observation."""
+
+
+@dataclass
+class NativeHarness:
+    name: str = "native"
+    system_template: str = field(default_factory=lambda: _prompt("native_system.md"))
+    task_template: str = field(default_factory=lambda: _prompt("task.md"))
+    max_observation_chars: int = 12_000
+    max_format_errors: int = 3  # consecutive turns with unusable tool calls before giving up
+
+    def solve(self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder) -> None:
+        render = lambda t: Template(t, undefined=StrictUndefined).render(task=task)  # noqa: E731
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": render(self.system_template)},
+            {"role": "user", "content": render(self.task_template)},
+        ]
+        recorder.log("prompt", messages=messages)
+        format_errors = 0
+        while True:
+            recorder.check_limits()
+            format_errors = 0 if self.step(model, sandbox, messages, recorder) else format_errors + 1
+            if format_errors >= self.max_format_errors:
+                raise AgentError(f"{format_errors} consecutive turns without a usable tool call")
+
+    def step(self, model: Model, sandbox: Sandbox, messages: list[dict[str, Any]], rec: SolveRecorder) -> bool:
+        """One turn. Returns False when the model's tool calls were unusable (a format error)."""
+        reply = model.query(messages, TOOLS)
+        rec.model_replied(reply)
+        message = {k: v for k, v in reply.message.items() if v is not None}
+        messages.append(message)
+        calls = message.get("tool_calls") or []
+        if not calls:  # a plain answer means the agent considers itself done
+            raise Submitted(message.get("content") or "")
+        usable = True
+        for call in calls:
+            name = call["function"]["name"]
+            try:
+                args = json.loads(call["function"].get("arguments") or "{}")
+                if not isinstance(args, dict):
+                    raise ValueError("arguments must be a JSON object")
+                output = self.execute(name, args, sandbox)
+            except (ValueError, ToolError, PermissionError, OSError) as e:
+                usable = usable and not isinstance(e, ValueError)
+                args, output = {}, f"error: {e}"
+            rec.tool_called(name, args, output)
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": self._clip(output)})
+            if name == "finish" and not output.startswith("error"):
+                raise Submitted(args.get("summary", ""))
+        return usable
+
+    def execute(self, name: str, args: dict[str, Any], sandbox: Sandbox) -> str:
+        match name:
+            case "shell":
+                r = sandbox.execute(args["command"])
+                status = "timed out (process group killed)" if r.timed_out else f"exit code {r.returncode}"
+                return f"{r.output}\n[{status}]"
+            case "read_file":
+                return sandbox.read_file(args["path"])
+            case "write_file":
+                sandbox.write_file(args["path"], args["content"])
+                return f"wrote {args['path']}"
+            case "edit_file":
+                text = sandbox.read_file(args["path"])
+                n = text.count(args["old_text"])
+                if n != 1:
+                    raise ToolError(f"old_text occurs {n} times in {args['path']}; it must occur exactly once")
+                sandbox.write_file(args["path"], text.replace(args["old_text"], args["new_text"]))
+                return f"edited {args['path']}"
+            case "finish":
+                return "finished"
+            case _:
+                raise ToolError(f"unknown tool {name!r}; available: {', '.join(t['function']['name'] for t in TOOLS)}")
+
+    def _clip(self, text: str) -> str:
+        limit = self.max_observation_chars
+        return text if len(text) <= limit else f"{text[: limit // 2]}\n... [clipped] ...\n{text[-limit // 2 :]}"

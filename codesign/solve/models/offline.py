@@ -1,0 +1,62 @@
+"""Offline models: deterministic policies that need no endpoint, for the embedded default and tests.
+
+They speak the same tool-calling protocol as real models, so ``model=oracle`` drives any harness
+through its real loop: the oracle answers its first turn with a shell call that applies the task's
+reference patch, then says it is done. ``noop`` says it is done at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from codesign._protocols import ModelReply
+from codesign._types import Usage
+from codesign.errors import ConfigError
+
+_SHELL_TOOLS = {"shell": "command", "bash": "command", "Bash": "command"}
+
+
+def _final(text: str) -> ModelReply:
+    return ModelReply({"role": "assistant", "content": text}, Usage(), 0.0, "offline")
+
+
+@dataclass
+class OracleModel:
+    """Applies the reference solution. Built with the task's patch: the only model that may see it."""
+
+    reference_patch: str
+    name: str = "oracle"
+    uses_reference: bool = True
+    _applied: bool = False
+
+    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        if self._applied:
+            return _final("Applied the reference solution.")
+        self._applied = True
+        names = {t["function"]["name"] for t in tools}
+        shell = next((n for n in _SHELL_TOOLS if n in names), None)
+        if shell is None:
+            raise ConfigError(f"the oracle needs a shell tool; this harness offers {sorted(names)}")
+        # A quoted heredoc delimiter that cannot occur in the patch keeps the shell from touching it.
+        patch = self.reference_patch if self.reference_patch.endswith("\n") else self.reference_patch + "\n"
+        eof = "CODESIGN_PATCH_" + hashlib.sha256(self.reference_patch.encode()).hexdigest()[:12]
+        command = f"git apply --whitespace=nowarn <<'{eof}'\n{patch}{eof}\n"
+        call = {
+            "id": "call_oracle_1",
+            "type": "function",
+            "function": {"name": shell, "arguments": json.dumps({_SHELL_TOOLS[shell]: command})},
+        }
+        return ModelReply({"role": "assistant", "content": None, "tool_calls": [call]}, Usage(), 0.0, "offline")
+
+
+@dataclass
+class NoopModel:
+    """Changes nothing: the floor every real solver should beat."""
+
+    name: str = "noop"
+
+    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        return _final("No changes.")

@@ -1,0 +1,82 @@
+"""Solve one task: fresh workspace, the regime drives the harness and model, the final state is a patch."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codesign._types import ExitStatus, Telemetry
+from codesign.build import build_harness, build_model, build_regime, build_sandbox
+from codesign.sandbox.workspace import Baseline, cached_node_modules, copy_tree, hydrate_node_modules
+from codesign.solve.ended import Ended
+from codesign.solve.recorder import SolveRecorder
+from codesign.tasks.loader import Task
+
+ATTACHMENTS_DIR = "_attachments"  # inside the workspace, excluded from the diff
+
+
+@dataclass
+class SolveResult:
+    patch: str
+    telemetry: Telemetry
+
+
+def prepare_workspace(task: Task, scratch: Path, node_cache: Path) -> tuple[Path, Baseline]:
+    """A fresh copy of the app (plus attachments and installed dependencies) and its baseline snapshot."""
+    workspace = scratch / "workspace"
+    copy_tree(task.app_dir, workspace)
+    env = task.manifest.environment
+    if env.kind == "node":
+        from codesign.evaluate.serve import NODE_INSTALL  # the same install command the evaluator uses
+
+        modules = cached_node_modules(workspace, node_cache, env.install or NODE_INSTALL)
+        hydrate_node_modules(workspace, modules, hardlink=False)
+    if task.manifest.attachments:
+        (workspace / ATTACHMENTS_DIR).mkdir()
+        for a in task.manifest.attachments:
+            shutil.copy2(task.dir / a.path, workspace / ATTACHMENTS_DIR / Path(a.path).name)
+    baseline = Baseline(scratch / "baseline.git", workspace, list(env.ignore))
+    baseline.snapshot()
+    return workspace, baseline
+
+
+def solve_task(
+    task: Task,
+    configs: dict[str, dict[str, Any]],
+    out_dir: Path,
+    node_cache: Path,
+    scratch_root: str | None = None,
+    keep_workspace: bool = False,
+) -> SolveResult:
+    """Run one solve; whatever happens, return the final workspace as a patch plus telemetry."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"codesign-solve-{task.id}-", dir=scratch_root))
+    trajectory = out_dir / "trajectory.jsonl"
+    trajectory.unlink(missing_ok=True)
+    try:
+        workspace, baseline = prepare_workspace(task, scratch, node_cache)
+        regime = build_regime(configs["regime"])
+        recorder = SolveRecorder(trajectory, regime.limits())
+        sandbox = build_sandbox(configs["sandbox"], workspace, scratch / "home")
+        status, message = ExitStatus.SUBMITTED, ""
+        try:
+            model = build_model(configs["model"], task)
+            regime.solve(model, build_harness(configs["harness"]), sandbox, task.view(), recorder)
+        except Ended as e:
+            status, message = e.status, e.message
+        except Exception as e:  # a crash in the harness/model client/sandbox is infrastructure, recorded
+            status, message = ExitStatus.INFRA_ERROR, f"{type(e).__name__}: {e}"
+            recorder.log("crash", traceback=traceback.format_exc())
+        finally:
+            sandbox.close()
+        recorder.log("end", exit_status=status.value, message=message)
+        telemetry = recorder.close()
+        telemetry.exit_status, telemetry.message = status.value, message[:2000]
+        return SolveResult(baseline.diff(), telemetry)
+    finally:
+        if not keep_workspace:
+            shutil.rmtree(scratch, ignore_errors=True)

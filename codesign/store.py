@@ -1,0 +1,57 @@
+"""The result store: solves and evaluations under content keys, written atomically.
+
+    <root>/trials/<trial_key>/solve.json, patch.diff, trajectory.jsonl
+    <root>/trials/<trial_key>/evals/<eval_key>/evaluation.json, evidence files
+
+A stage whose result file exists under its key is not run again, so a killed sweep restarted with the
+same command finishes with nothing lost or duplicated; an evaluator sweep re-grades stored patches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+# Bump when grading semantics change, so stored evaluations are not reused across versions.
+EVALUATION_VERSION = "1"
+
+
+def content_key(*parts: Any) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def write_atomic(path: Path, content: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(content.encode() if isinstance(content, str) else content)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    write_atomic(path, json.dumps(obj, indent=1, default=str))
+
+
+def read_json(path: Path) -> Any | None:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+class Store:
+    def __init__(self, root: str | Path):
+        self.root = Path(root).expanduser().resolve()
+
+    def trial_dir(self, trial_key: str) -> Path:
+        return self.root / "trials" / trial_key
+
+    def eval_dir(self, trial_key: str, eval_key: str) -> Path:
+        return self.trial_dir(trial_key) / "evals" / eval_key

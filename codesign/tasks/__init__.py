@@ -1,0 +1,1 @@
+"""Tasks: the suite format, loading with validation, and selection."""

@@ -1,0 +1,166 @@
+"""Load task folders into validated :class:`Task` objects; a broken task never stops the others."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from codesign.errors import TaskError
+from codesign.tasks.schema import CriteriaFile, Criterion, TaskManifest
+
+MANIFEST, CRITERIA, APP_DIR, SOLUTION = "task.yaml", "criteria.yaml", "app", "solution/solution.patch"
+# Never part of a task's identity or of a solver's workspace diff.
+GENERATED_DIRS = ("node_modules", "dist", ".vite", "__pycache__", ".git")
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """Everything a solver may see. Criteria and the reference solution are deliberately absent."""
+
+    id: str
+    track: str
+    title: str
+    request: str
+    history: list[dict]
+    attachments: list[dict]  # {path (absolute), name, modality, description}
+    routes: list[str]
+
+
+@dataclass(frozen=True)
+class Task:
+    manifest: TaskManifest
+    criteria: list[Criterion]
+    dir: Path
+    content_hash: str
+
+    @property
+    def id(self) -> str:
+        return self.manifest.id
+
+    @property
+    def track(self) -> str:
+        return self.manifest.track
+
+    @property
+    def app_dir(self) -> Path:
+        return self.dir / APP_DIR
+
+    @property
+    def solution_path(self) -> Path:
+        return self.dir / SOLUTION
+
+    def reference_patch(self) -> str:
+        return self.solution_path.read_text()
+
+    def view(self) -> TaskView:
+        m = self.manifest
+        return TaskView(
+            id=m.id,
+            track=m.track,
+            title=m.title,
+            request=m.request,
+            history=[t.model_dump() for t in m.history],
+            attachments=[
+                {
+                    "path": str(self.dir / a.path),
+                    "name": Path(a.path).name,
+                    "modality": a.modality,
+                    "description": a.description,
+                }
+                for a in m.attachments
+            ],
+            routes=list(m.environment.routes),
+        )
+
+
+@dataclass
+class Suite:
+    root: Path
+    tasks: list[Task] = field(default_factory=list)
+    errors: list[TaskError] = field(default_factory=list)
+
+
+def _read_yaml(task_id: str, path: Path) -> object:
+    if not path.is_file():
+        raise TaskError(task_id, path.name, "file is missing", f"create {path}")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise TaskError(task_id, path.name, f"malformed YAML{where}: {getattr(e, 'problem', e)}") from e
+
+
+def _validation_problem(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-"))
+        msg = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc or '<root>'}: {msg}")
+    return "; ".join(parts)
+
+
+def tree_hash(root: Path, skip: tuple[str, ...] = GENERATED_DIRS) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if any(part in skip for part in rel.parts) or not p.is_file():
+            continue
+        h.update(str(rel).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def load_task(task_dir: Path) -> Task:
+    task_dir = Path(task_dir)
+    task_id = task_dir.name
+    raw = _read_yaml(task_id, task_dir / MANIFEST)
+    try:
+        manifest = TaskManifest.model_validate(raw)
+    except ValidationError as e:
+        raise TaskError(task_id, MANIFEST, _validation_problem(e)) from None
+    if manifest.id != task_id:
+        raise TaskError(
+            task_id,
+            MANIFEST,
+            f"id {manifest.id!r} differs from the folder name",
+            "rename the folder or the id so they match",
+        )
+    raw_criteria = _read_yaml(task_id, task_dir / CRITERIA)
+    try:
+        criteria = CriteriaFile.model_validate(raw_criteria).criteria
+    except ValidationError as e:
+        raise TaskError(task_id, CRITERIA, _validation_problem(e)) from None
+    if not (task_dir / APP_DIR).is_dir():
+        raise TaskError(task_id, APP_DIR + "/", "app folder is missing", "put the pre-edit app in app/")
+    if not (task_dir / APP_DIR / "index.html").is_file():
+        raise TaskError(task_id, "app/index.html", "file is missing", "every app is entered via index.html")
+    for i, att in enumerate(manifest.attachments):
+        path = task_dir / att.path
+        if not path.is_file() or path.stat().st_size == 0:
+            raise TaskError(task_id, MANIFEST, f"attachments.{i}.path: {att.path} is missing or empty")
+    if not (task_dir / SOLUTION).is_file():
+        raise TaskError(task_id, SOLUTION, "file is missing", "every task ships a reference minimal patch")
+    return Task(manifest=manifest, criteria=criteria, dir=task_dir.resolve(), content_hash=tree_hash(task_dir))
+
+
+def load_suite(root: str | Path, include: list[str] | None = None) -> Suite:
+    """Load every task folder under ``root`` (or only ``include``); errors are collected per task."""
+    root = Path(root).expanduser().resolve()
+    if not root.is_dir():
+        raise TaskError("*", str(root), "task root is not a folder", "set tasks.root to a folder of tasks")
+    suite = Suite(root=root)
+    names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    if include:
+        missing = sorted(set(include) - set(names))
+        suite.errors += [TaskError(t, str(root / t), "no such task folder") for t in missing]
+        names = [n for n in names if n in set(include)]
+    for name in names:
+        try:
+            suite.tasks.append(load_task(root / name))
+        except TaskError as e:
+            suite.errors.append(e)
+    return suite

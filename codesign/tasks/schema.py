@@ -1,0 +1,114 @@
+"""The task contract: ``task.yaml`` (what the solver sees) and ``criteria.yaml`` (hidden).
+
+A task folder::
+
+    <task_id>/
+      task.yaml          manifest: request, history, attachments, environment, labels
+      criteria.yaml      hidden acceptance criteria, optionally with deterministic probes
+      app/               the runnable pre-edit application (the baseline)
+      attachments/       files referenced by the manifest
+      solution/solution.patch   reference minimal patch (unified diff, paths relative to app/)
+
+``docs/tasks.md`` documents every field.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from codesign.tasks.probes import Probe
+
+Track = Literal["ME", "RE"]
+Modality = Literal["image", "audio", "video", "document"]
+EditType = Literal["component", "route", "state", "data_flow", "content"]
+CriterionKind = Literal["visual", "interaction", "content", "source", "responsive", "accessibility", "preservation"]
+CapabilityDimension = Literal["grounded_understanding", "ui_transformation", "functional_implementation"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Attachment(_Strict):
+    path: str = Field(description="relative to the task folder, e.g. attachments/mockup.png")
+    modality: Modality
+    description: str | None = Field(default=None, description="what a user would say the file is")
+
+
+class Turn(_Strict):
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class Serve(_Strict):
+    """How the built app is served: a static folder (in-process server) or the task's own command."""
+
+    static_dir: str = "."
+    spa_fallback: bool = False  # unknown paths get index.html (client-side routing)
+    command: str | None = None  # e.g. "npm run preview -- --port {port} --host 127.0.0.1"
+    ready_path: str = "/"
+    ready_timeout_s: float = 60.0
+
+
+class Environment(_Strict):
+    kind: Literal["static", "node"] = "static"
+    install: str | None = None  # node default: npm ci (cached by lockfile hash)
+    build: str | None = None  # node default: npm run build
+    build_timeout_s: float = 300.0
+    serve: Serve = Serve()
+    routes: list[str] = Field(default_factory=lambda: ["/"], min_length=1)
+    ignore: list[str] = Field(default_factory=list, description="extra paths left out of the source diff")
+
+    @field_validator("routes")
+    @classmethod
+    def _routes_absolute(cls, routes: list[str]) -> list[str]:
+        bad = [r for r in routes if not r.startswith("/")]
+        if bad:
+            raise ValueError(f"routes must start with '/': {bad}")
+        return routes
+
+
+class Labels(_Strict):
+    capability: list[CapabilityDimension] = Field(min_length=1)
+    categories: list[str] = Field(default_factory=list)
+    edit_types: list[EditType] = Field(default_factory=list)
+    difficulty: int = Field(default=2, ge=1, le=5)
+
+
+class TaskManifest(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    track: Track
+    title: str
+    request: str = Field(min_length=1)
+    history: list[Turn] = Field(default_factory=list)
+    attachments: list[Attachment] = Field(default_factory=list)
+    environment: Environment = Environment()
+    labels: Labels
+
+    @property
+    def modality(self) -> str:
+        """Primary attachment modality, as the paper groups ME tasks; ``text`` when there is none."""
+        return self.attachments[0].modality if self.attachments else "text"
+
+
+class Criterion(_Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9_\-.]+$")
+    text: str = Field(min_length=1)
+    kind: CriterionKind
+    preserve: bool = False  # True: the unmodified app already satisfies it and must keep doing so
+    probe: Probe | None = None
+
+
+class CriteriaFile(_Strict):
+    criteria: list[Criterion] = Field(min_length=1)
+
+    @field_validator("criteria")
+    @classmethod
+    def _unique_ids(cls, criteria: list[Criterion]) -> list[Criterion]:
+        seen: set[str] = set()
+        dupes = {c.id for c in criteria if c.id in seen or seen.add(c.id)}
+        if dupes:
+            raise ValueError(f"duplicate criterion ids: {sorted(dupes)}")
+        return criteria

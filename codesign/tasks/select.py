@@ -1,0 +1,36 @@
+"""Pick the tasks of a run from a task root, by id list and labels (the ``tasks`` config group)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from codesign.tasks.loader import Suite, load_suite
+
+
+def bundled_suite() -> Path:
+    """The sample suite shipped with codesign."""
+    return Path(str(resources.files("codesign") / "suite"))
+
+
+def select_tasks(cfg: Any) -> Suite:
+    """``cfg`` has ``root`` and optional filters ``include``, ``tracks``, ``modalities``,
+    ``min_edit_types`` and ``max_edit_types``; tasks that fail to load are kept as errors."""
+    suite = load_suite(cfg.root, include=list(cfg.include) if cfg.get("include") else None)
+    tracks = set(cfg.get("tracks") or [])
+    modalities = set(cfg.get("modalities") or [])
+    lo, hi = cfg.get("min_edit_types"), cfg.get("max_edit_types")
+
+    def keep(task: Any) -> bool:
+        m = task.manifest
+        n = len(m.labels.edit_types)
+        return (
+            (not tracks or m.track in tracks)
+            and (not modalities or m.modality in modalities)
+            and (lo is None or n >= lo)
+            and (hi is None or n <= hi)
+        )
+
+    suite.tasks = [t for t in suite.tasks if keep(t)]
+    return suite

@@ -1,0 +1,90 @@
+"""Weights & Biases: one run per Hydra job (cell), grouped by sweep; offline when there is no key.
+
+Offline runs land under ``<run dir>/wandb`` and can be uploaded later with ``wandb sync``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codesign._types import TrialRecord
+
+
+def _table(frame: Any) -> Any:
+    import wandb
+
+    # W&B tables take scalars: lists (evidence ids) become comma-separated text.
+    rows = [[", ".join(v) if isinstance(v, list) else v for v in row] for row in frame.rows()]
+    return wandb.Table(columns=frame.columns, data=rows)
+
+
+@dataclass
+class WandbTracker:
+    project: str = "codesign"
+    entity: str | None = None
+    mode: str = "auto"  # auto: online when WANDB_API_KEY is set, else offline; or online / offline
+    job_type: str = "solve+evaluate"
+    tags: list[str] = field(default_factory=list)
+    _run: Any = None
+    _done: int = 0
+
+    def start(self, run_name: str, group: str | None, config: dict[str, Any], out_dir: Path) -> None:
+        import wandb
+
+        mode = self.mode if self.mode != "auto" else ("online" if os.environ.get("WANDB_API_KEY") else "offline")
+        wandb_dir = Path(out_dir)
+        os.environ.setdefault("WANDB_CACHE_DIR", str(wandb_dir / "wandb" / ".cache"))
+        os.environ.setdefault("WANDB_SILENT", "true")
+        self._run = wandb.init(
+            project=self.project,
+            entity=self.entity,
+            name=run_name,
+            group=group,
+            job_type=self.job_type,
+            config=config,
+            dir=str(wandb_dir),
+            mode=mode,
+            tags=self.tags,
+            settings=wandb.Settings(console="off", x_disable_stats=True),
+        )
+
+    def log_trial(self, record: TrialRecord) -> None:
+        self._done += 1
+        t = record.telemetry
+        row: dict[str, Any] = {"trials/done": self._done}
+        if t is not None:
+            row |= {
+                "trial/turns": t.turns,
+                "trial/tool_calls": sum(t.tool_calls.values()),
+                "trial/input_tokens": t.input_tokens,
+                "trial/output_tokens": t.output_tokens,
+                "trial/cost_usd": t.cost_usd,
+                "trial/solve_s": t.wall_s,
+            }
+        self._run.log(row)
+
+    def finish(self, tables: dict[str, Any] | None, error: BaseException | None = None) -> None:
+        if self._run is None:
+            return
+        try:
+            if tables is not None:
+                for row in tables["summary"].iter_rows(named=True):
+                    prefix = f"{row['track']}"
+                    for metric in ("strict", "graded", "full_pass", "zero_pass"):
+                        if row[metric] is not None:
+                            self._run.summary[f"{prefix}/{metric}"] = row[metric]
+                    self._run.summary[f"{prefix}/tasks"] = row["tasks"]
+                    self._run.summary[f"{prefix}/errors"] = row["errors"]
+                self._run.log(
+                    {
+                        "tasks": _table(tables["tasks"]),
+                        "verdicts": _table(tables["verdicts"]),
+                        "summary": _table(tables["summary"]),
+                    }
+                )
+        finally:
+            self._run.finish(exit_code=1 if error is not None else 0)
+            self._run = None

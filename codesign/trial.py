@@ -1,0 +1,144 @@
+"""One trial, start to finish, wherever it runs: load the task, solve (or reuse), evaluate (or reuse)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codesign._types import (
+    CriterionVerdict,
+    Evaluation,
+    EvidenceItem,
+    ExitStatus,
+    Telemetry,
+    TrialRecord,
+    TrialStatus,
+)
+from codesign.build import build_evaluator
+from codesign.errors import TaskError
+from codesign.evaluate.browser import Browser
+from codesign.evaluate.run import evaluate_patch
+from codesign.solve.run import solve_task
+from codesign.store import EVALUATION_VERSION, Store, content_key, read_json, write_atomic, write_json
+from codesign.tasks.loader import Task, load_task
+
+
+@dataclass
+class TrialSpec:
+    """Everything a worker needs to run one trial; plain data so it crosses Ray and can be logged."""
+
+    task_dir: str
+    task_id: str
+    model: dict[str, Any]
+    harness: dict[str, Any]
+    regime: dict[str, Any]
+    sandbox: dict[str, Any]
+    evaluator: dict[str, Any]
+    seed: int = 0
+    store_root: str = "outputs/store"
+    node_cache: str = "~/.cache/codesign/node_modules"
+    scratch_root: str | None = None
+    reuse: bool = True
+    cell: dict[str, str] = field(default_factory=dict)
+
+    def solve_configs(self) -> dict[str, Any]:
+        return {"model": self.model, "harness": self.harness, "regime": self.regime, "sandbox": self.sandbox}
+
+    def trial_key(self, task: Task) -> str:
+        return content_key(task.content_hash, self.solve_configs(), self.seed)
+
+    def eval_key(self, trial_key: str, patch: str) -> str:
+        # The patch is part of the key: a re-run solve (after an infrastructure error) is re-graded.
+        return content_key(trial_key, hashlib.sha256(patch.encode()).hexdigest(), self.evaluator, EVALUATION_VERSION)
+
+
+def _labels(task: Task) -> dict[str, Any]:
+    m = task.manifest
+    return {
+        "modality": m.modality,
+        "edit_types": list(m.labels.edit_types),
+        "n_edit_types": len(m.labels.edit_types),
+        "capability": list(m.labels.capability),
+        "categories": list(m.labels.categories),
+        "difficulty": m.labels.difficulty,
+        "title": m.title,
+    }
+
+
+def _evaluation_from(d: dict[str, Any]) -> Evaluation:
+    return Evaluation(
+        d["status"],
+        [CriterionVerdict(**v) for v in d["verdicts"]],
+        [EvidenceItem(**e) for e in d["evidence"]],
+        d.get("message", ""),
+        d.get("wall_s", 0.0),
+    )
+
+
+async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
+    try:
+        task = await asyncio.to_thread(load_task, Path(spec.task_dir))
+    except TaskError as e:
+        return TrialRecord("", None, spec.task_id, "?", spec.cell, {}, TrialStatus.TASK_ERROR.value, message=str(e))
+    store = Store(spec.store_root)
+    trial_key = spec.trial_key(task)
+    record = TrialRecord(trial_key, None, task.id, task.track, spec.cell, _labels(task), TrialStatus.OK.value)
+    trial_dir = store.trial_dir(trial_key)
+    node_cache = Path(spec.node_cache).expanduser()
+
+    solved = read_json(trial_dir / "solve.json") if spec.reuse else None
+    if solved is not None and (trial_dir / "patch.diff").is_file():
+        patch, record.telemetry = (trial_dir / "patch.diff").read_text(), Telemetry(**solved["telemetry"])
+        record.cached["solve"] = True
+    else:
+        result = await asyncio.to_thread(
+            solve_task, task, spec.solve_configs(), trial_dir, node_cache, spec.scratch_root
+        )
+        patch, record.telemetry = result.patch, result.telemetry
+        write_atomic(trial_dir / "patch.diff", patch)
+        # solve.json is written last: its presence marks a finished solve. An infrastructure failure is
+        # graded for this run but not stored as finished, so a resumed run tries the solve again.
+        if result.telemetry.exit_status != ExitStatus.INFRA_ERROR:
+            write_json(
+                trial_dir / "solve.json",
+                {"spec": asdict(spec), "task_hash": task.content_hash, "telemetry": asdict(result.telemetry)},
+            )
+
+    record.eval_key = eval_key = spec.eval_key(trial_key, patch)
+    eval_dir = store.eval_dir(trial_key, eval_key)
+    stored = read_json(eval_dir / "evaluation.json") if spec.reuse else None
+    if stored is not None:
+        record.evaluation = _evaluation_from(stored)
+        record.cached["evaluate"] = True
+    else:
+        try:
+            evaluator = build_evaluator(spec.evaluator)
+            record.evaluation = await evaluate_patch(
+                task, patch, evaluator, browser, eval_dir, node_cache, spec.scratch_root
+            )
+        except Exception as e:  # the evaluation machinery failed: reported as an error, never as a zero
+            record.status, record.message = TrialStatus.INFRA_ERROR.value, f"evaluation failed: {e}"
+            return record
+        write_json(eval_dir / "evaluation.json", {"evaluator": spec.evaluator, **asdict(record.evaluation)})
+    record.status = record.evaluation.status
+    return record
+
+
+async def run_trial_safely(spec: TrialSpec, browser: Browser) -> TrialRecord:
+    """``run_trial`` that never raises: an unexpected failure becomes an infrastructure-error record."""
+    try:
+        return await run_trial(spec, browser)
+    except Exception as e:
+        return TrialRecord(
+            "",
+            None,
+            spec.task_id,
+            "?",
+            spec.cell,
+            {},
+            TrialStatus.INFRA_ERROR.value,
+            message=f"{type(e).__name__}: {e}",
+        )
