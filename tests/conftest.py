@@ -1,0 +1,84 @@
+"""Shared, real test infrastructure: one headless Chromium and one local Ray instance per session."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import threading
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.pop("WANDB_API_KEY", None)  # tests never reach a W&B server
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO / "codesign" / "suite"
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An event loop on a background thread, so a session-wide browser outlives single tests."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 180) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.fixture(scope="session")
+def loop() -> Iterator[LoopThread]:
+    lt = LoopThread()
+    yield lt
+    lt.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(loop: LoopThread):
+    from codesign.evaluate.browser import Browser
+
+    b = Browser()
+    loop.run(b.get())
+    yield b
+    loop.run(b.close())
+
+
+@pytest.fixture(scope="session")
+def ray_instance() -> Iterator[None]:
+    """One local Ray for the whole session; the executor's ensure_ray() reuses it."""
+    import ray
+
+    ray.init(address="local", include_dashboard=False, num_cpus=2, logging_level="WARNING")
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def node_cache() -> Path:
+    """Installed node_modules are shared across tests and runs, like in real use."""
+    return Path(os.environ.get("CODESIGN_CACHE", "~/.cache/codesign")).expanduser() / "node_modules"
+
+
+@pytest.fixture
+def suite_copy(tmp_path: Path):
+    """Copy bundled tasks into a temporary root, to break them on purpose."""
+
+    def make(*task_ids: str) -> Path:
+        root = tmp_path / "suite"
+        for t in task_ids:
+            shutil.copytree(SUITE / t, root / t, ignore=shutil.ignore_patterns("node_modules", "dist"))
+        return root
+
+    return make

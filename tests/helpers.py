@@ -1,0 +1,27 @@
+"""Test helpers: compose configs in-process exactly as the CLI does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from codesign.config import CONF_DIR, register_resolvers
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def compose_config(*overrides: str) -> DictConfig:
+    register_resolvers()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=False)
+
+
+def cli(*args: str, cwd: Path = REPO, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``python -m codesign ARGS`` in a real subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "codesign", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )

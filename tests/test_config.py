@@ -1,0 +1,40 @@
+"""Hydra composition: groups, defaults, printing and unknown options."""
+
+from __future__ import annotations
+
+from hydra.utils import get_class
+
+from tests.helpers import cli, compose_config
+
+
+def test_default_composes_every_group():
+    cfg = compose_config()
+    for group in ("model", "harness", "regime", "evaluator", "tasks", "sandbox", "tracker", "executor"):
+        assert group in cfg, group
+    assert cfg.model.name == "oracle" and cfg.evaluator.name == "probe" and cfg.regime.max_turns == 120
+    assert cfg.tasks.root.endswith("codesign/suite")
+    # Every _target_ points at a class that exists.
+    for group in ("model", "harness", "regime", "evaluator", "sandbox", "tracker", "executor"):
+        assert get_class(cfg[group]._target_)
+
+
+def test_overrides_select_other_options():
+    cfg = compose_config("model=noop", "tracker=none", "executor=inline", "regime.max_turns=5")
+    assert cfg.model.name == "noop"
+    assert cfg.tracker._target_.endswith("NullTracker")
+    assert cfg.executor._target_.endswith("InlineExecutor")
+    assert cfg.regime.max_turns == 5
+
+
+def test_cfg_job_prints_composed_config():
+    proc = cli("--cfg", "job", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "model:" in proc.stdout and "_target_: codesign.solve.models.OracleModel" in proc.stdout
+    assert "evaluator:" in proc.stdout
+
+
+def test_unknown_option_lists_valid_choices():
+    proc = cli("model=nope", timeout=60)
+    assert proc.returncode != 0
+    assert "Could not find 'model/nope'" in proc.stderr
+    assert "oracle" in proc.stderr and "noop" in proc.stderr  # Hydra's list of available options

@@ -1,0 +1,94 @@
+"""The whole pipeline, as a user runs it: real CLI, real Ray, real Chromium, W&B offline."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from codesign.runner import run
+from tests.helpers import cli, compose_config
+
+pytestmark = [pytest.mark.browser, pytest.mark.ray, pytest.mark.slow]
+
+
+def _scores(run_dir: Path) -> pl.DataFrame:
+    return pl.read_parquet(run_dir / "tasks.parquet")
+
+
+def test_default_run_scores_oracle_perfectly_and_logs_wandb_offline(tmp_path):
+    """`python -m codesign` with no arguments: bundled tasks, oracle, probes, W&B offline, own local Ray."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "WANDB_API_KEY", "WANDB_MODE")}
+    env["CODESIGN_STORE"] = str(tmp_path / "store")
+    proc = cli(f"hydra.run.dir={tmp_path / 'run'}", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    table = [line for line in proc.stdout.splitlines() if line.startswith("| oracle")]
+    assert len(table) == 3 and all("| 1.0 " in line for line in table), proc.stdout
+    tasks = _scores(tmp_path / "run")
+    assert tasks["status"].unique().to_list() == ["ok"] and tasks["strict"].to_list() == [1.0] * tasks.height
+    assert set(tasks["track"]) == {"ME", "RE"}
+    for name in ("verdicts", "tasks", "summary"):
+        assert (tmp_path / "run" / f"{name}.parquet").is_file()
+    # W&B offline: a run file and the logged tables, and no network needed.
+    runs = list((tmp_path / "run" / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    assert list(runs[0].glob("run-*.wandb"))
+    tables = {p.name.split("_")[0] for p in (runs[0] / "files" / "media" / "table").glob("*.table.json")}
+    assert {"tasks", "verdicts", "summary"} <= tables
+
+
+def test_sweep_runs_two_cells_on_an_existing_ray_cluster(tmp_path, ray_instance):
+    """`-m model=oracle,noop`, with RAY_ADDRESS pointing at an already running Ray (no code change)."""
+    import ray
+
+    env = {
+        **os.environ,
+        "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
+        "CODESIGN_STORE": str(tmp_path / "store"),
+    }
+    proc = cli("-m", "model=oracle,noop", "tracker=none", f"hydra.sweep.dir={tmp_path / 'sweep'}", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cells = sorted(p for p in (tmp_path / "sweep").iterdir() if p.is_dir() and (p / "tasks.parquet").exists())
+    assert [c.name for c in cells] == ["0_model=oracle", "1_model=noop"]
+    oracle, noop = (_scores(c) for c in cells)
+    assert oracle["strict"].mean() == 1.0
+    assert noop["strict"].mean() < 0.5
+    # noop keeps what must be preserved, so exactly the preservation criteria pass.
+    verdicts = pl.read_parquet(cells[1] / "verdicts.parquet")
+    assert verdicts.filter(pl.col("verdict") == "PASS")["preserve"].all()
+
+
+def test_broken_task_is_reported_as_error_not_zero(tmp_path, suite_copy, ray_instance):
+    root = suite_copy("me-bakery-header-mockup", "me-expense-receipt-pdf")
+    (root / "me-expense-receipt-pdf" / "criteria.yaml").write_text("criteria: [unclosed\n")
+    cfg = compose_config(f"tasks.root={root}", "tracker=none", f"store.root={tmp_path / 'store'}")
+    out = tmp_path / "run"
+    out.mkdir()
+    tables = run(cfg, out)
+    tasks = tables["tasks"]
+    broken = tasks.filter(pl.col("task_id") == "me-expense-receipt-pdf").row(0, named=True)
+    assert broken["status"] == "task_error" and broken["strict"] is None
+    assert "criteria.yaml" in broken["message"] and "malformed YAML" in broken["message"]
+    all_ = tables["summary"].filter(pl.col("track") == "ALL").row(0, named=True)
+    assert all_["strict"] == 1.0 and all_["tasks"] == 1 and all_["errors"] == 1
+
+
+def test_resume_reuses_finished_stages(tmp_path, suite_copy):
+    root = suite_copy("me-bakery-header-mockup")
+    overrides = [f"tasks.root={root}", "tracker=none", "executor=inline", f"store.root={tmp_path / 'store'}"]
+    first_dir, second_dir = tmp_path / "a", tmp_path / "b"
+    first_dir.mkdir(), second_dir.mkdir()
+    first = run(compose_config(*overrides), first_dir)
+    # A lost evaluation (e.g. the run was killed while grading) is redone; the finished solve is not.
+    trial_dir = next((tmp_path / "store" / "trials").iterdir())
+    shutil.rmtree(trial_dir / "evals")
+    solved_at = (trial_dir / "solve.json").stat().st_mtime_ns
+    second = run(compose_config(*overrides), second_dir)
+    assert first["verdicts"].drop("reason").equals(second["verdicts"].drop("reason"))
+    trial_dirs = list((tmp_path / "store" / "trials").iterdir())
+    assert len(trial_dirs) == 1
+    assert len(list((trial_dirs[0] / "evals").iterdir())) == 1
+    assert (trial_dir / "solve.json").stat().st_mtime_ns == solved_at  # the solve was not run again

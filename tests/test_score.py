@@ -1,0 +1,90 @@
+"""Scoring arithmetic on hand-computed examples (the paper's metrics, task-normalized)."""
+
+from __future__ import annotations
+
+import pytest
+
+from codesign._types import CriterionVerdict, Evaluation, Telemetry, TrialRecord
+from codesign.score import format_summary, summary_frame, task_frame, verdict_frame
+
+CELL = {"model": "m", "harness": "h", "regime": "agentic", "evaluator": "probe", "seed": "0"}
+
+
+def record(task_id: str, track: str, verdicts: str, status: str = "ok", exit_status: str = "submitted") -> TrialRecord:
+    """``verdicts`` like "PPHF": P=PASS, H=PARTIAL, F=FAIL."""
+    names = {"P": "PASS", "H": "PARTIAL", "F": "FAIL"}
+    vs = [CriterionVerdict(f"c{i}", "content", False, names[ch], "probe", "", []) for i, ch in enumerate(verdicts)]
+    return TrialRecord(
+        f"k-{task_id}",
+        "e",
+        task_id,
+        track,
+        CELL,
+        {"modality": "text"},
+        status,
+        telemetry=Telemetry(turns=3, exit_status=exit_status),
+        evaluation=Evaluation(status, vs) if status == "ok" else None,
+    )
+
+
+def summary_row(summary, track):
+    return summary.filter(summary["track"] == track).row(0, named=True)
+
+
+def test_per_task_scores():
+    tasks = task_frame([record("a", "ME", "PPHF")])
+    row = tasks.row(0, named=True)
+    assert row["strict"] == 0.5 and row["graded"] == 0.625 and row["full_pass"] is False
+    assert row["n_criteria"] == 4 and row["n_pass"] == 2 and row["n_partial"] == 1
+
+
+def test_tasks_weigh_equally_not_criteria():
+    # ME: a = PPHF (strict .5, graded .625); b = PP (1, 1, full pass).
+    # RE: c = 10 criteria, 9 PASS + 1 FAIL (.9, .9); d = FFFF (0, 0, zero-pass).
+    records = [
+        record("a", "ME", "PPHF"),
+        record("b", "ME", "PP"),
+        record("c", "RE", "P" * 9 + "F"),
+        record("d", "RE", "FFFF"),
+    ]
+    summary = summary_frame(task_frame(records))
+    me, re_, all_ = summary_row(summary, "ME"), summary_row(summary, "RE"), summary_row(summary, "ALL")
+    assert me["strict"] == pytest.approx(0.75) and me["graded"] == pytest.approx(0.8125)
+    assert me["full_pass"] == pytest.approx(0.5) and me["tasks"] == 2
+    assert re_["strict"] == pytest.approx(0.45) and re_["graded"] == pytest.approx(0.45)
+    assert re_["full_pass"] == 0 and re_["zero_pass"] == pytest.approx(0.5)
+    # Combined: mean over the 4 tasks, not over the 20 criteria (which would give 12/20 = .6 strict).
+    assert all_["strict"] == pytest.approx((0.5 + 1 + 0.9 + 0) / 4)
+    assert all_["graded"] == pytest.approx((0.625 + 1 + 0.9 + 0) / 4)
+    assert all_["full_pass"] == pytest.approx(0.25) and all_["tasks"] == 4
+
+
+def test_errors_are_counted_not_scored_as_zero():
+    records = [
+        record("a", "ME", "PP"),
+        record("x", "?", "", status="task_error"),
+        record("y", "RE", "", status="infra_error"),
+    ]
+    summary = summary_frame(task_frame(records))
+    all_ = summary_row(summary, "ALL")
+    assert all_["strict"] == 1.0 and all_["tasks"] == 1 and all_["errors"] == 2
+    assert summary_row(summary, "RE")["strict"] is None and summary_row(summary, "RE")["errors"] == 1
+    assert "?" not in summary["track"].to_list()
+
+
+def test_caps_are_counted_and_still_scored():
+    summary = summary_frame(task_frame([record("a", "ME", "PF", exit_status="turn_cap")]))
+    row = summary_row(summary, "ME")
+    assert row["capped"] == 1 and row["strict"] == 0.5
+
+
+def test_verdict_frame_has_one_row_per_criterion():
+    frame = verdict_frame([record("a", "ME", "PPHF"), record("b", "RE", "P")])
+    assert frame.height == 5
+    assert frame["score"].to_list() == [1.0, 1.0, 0.5, 0.0, 1.0]
+    assert set(frame.columns) >= {"model", "harness", "task_id", "criterion_id", "verdict", "evidence_ids"}
+
+
+def test_format_summary_is_a_table():
+    text = format_summary(summary_frame(task_frame([record("a", "ME", "PPHF")])))
+    assert "| strict" in text and "0.5" in text and "0.625" in text

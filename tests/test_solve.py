@@ -1,0 +1,155 @@
+"""Solving: the native harness loop, offline models, caps and what the solver can see."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codesign._protocols import ModelReply
+from codesign._types import Usage
+from codesign.sandbox.workspace import apply_patch, copy_tree
+from codesign.solve.run import solve_task
+from codesign.tasks.loader import load_task
+from tests.conftest import SUITE
+
+HARNESS = {"_target_": "codesign.solve.harnesses.native.NativeHarness"}
+SANDBOX = {"_target_": "codesign.sandbox.local.LocalSandbox", "command_timeout_s": 30}
+
+
+def regime(max_turns: int = 120) -> dict[str, Any]:
+    return {"_target_": "codesign.solve.regimes.Agentic", "max_turns": max_turns}
+
+
+def configs(model: dict[str, Any], max_turns: int = 120) -> dict[str, Any]:
+    return {"model": model, "harness": HARNESS, "regime": regime(max_turns), "sandbox": SANDBOX}
+
+
+def shell_call(command: str, i: int = 1) -> dict[str, Any]:
+    return {
+        "id": f"call_{i}",
+        "type": "function",
+        "function": {"name": "shell", "arguments": json.dumps({"command": command})},
+    }
+
+
+@dataclass
+class ScriptedModel:
+    """Replays scripted assistant messages and keeps what it was shown."""
+
+    replies: list[dict[str, Any]]
+    name: str = "scripted"
+    seen: list[list[dict[str, Any]]] = field(default_factory=list)
+
+    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        self.seen.append(json.loads(json.dumps(messages)))
+        reply = self.replies[min(len(self.seen), len(self.replies)) - 1]
+        return ModelReply({"role": "assistant", **reply}, Usage(10, 5), 0.001, "provider")
+
+
+SCRIPTED: dict[str, ScriptedModel] = {}
+
+
+def scripted(key: str) -> ScriptedModel:
+    return SCRIPTED[key]
+
+
+def test_oracle_reproduces_the_reference_patch(tmp_path, node_cache):
+    task = load_task(SUITE / "me-bakery-header-mockup")
+    result = solve_task(
+        task,
+        configs({"_target_": "codesign.solve.models.OracleModel", "uses_reference": True}),
+        tmp_path / "trial",
+        node_cache,
+    )
+    t = result.telemetry
+    assert t.exit_status == "submitted" and t.turns == 2 and t.tool_calls == {"shell": 1}
+    assert t.cost_source == "offline"
+    # Same final tree as applying the reference directly.
+    a, b = tmp_path / "a", tmp_path / "b"
+    copy_tree(task.app_dir, a)
+    copy_tree(task.app_dir, b)
+    apply_patch(a, result.patch)
+    apply_patch(b, task.reference_patch())
+    assert (a / "index.html").read_text() == (b / "index.html").read_text()
+    lines = [json.loads(line) for line in (tmp_path / "trial" / "trajectory.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in lines] == ["prompt", "assistant", "tool", "assistant", "end"]
+
+
+def test_noop_changes_nothing(tmp_path, node_cache):
+    task = load_task(SUITE / "me-bakery-header-mockup")
+    result = solve_task(task, configs({"_target_": "codesign.solve.models.NoopModel"}), tmp_path / "t", node_cache)
+    assert result.patch == "" and result.telemetry.exit_status == "submitted" and result.telemetry.turns == 1
+
+
+def test_solver_never_sees_criteria_or_reference(tmp_path, node_cache):
+    task = load_task(SUITE / "me-expense-receipt-pdf")
+    look = "find . -type f | sort; echo ===; cat $(find . -type f -name '*.yaml' -o -name '*.patch') 2>/dev/null"
+    SCRIPTED["spy"] = model = ScriptedModel([{"content": None, "tool_calls": [shell_call(look)]}, {"content": "done"}])
+    result = solve_task(
+        task, configs({"_target_": "tests.test_solve.scripted", "key": "spy"}), tmp_path / "t", node_cache
+    )
+    assert result.telemetry.exit_status == "submitted"
+    listing = model.seen[1][-1]["content"]
+    assert "./index.html" in listing and "./_attachments/hotel-receipt.pdf" in listing
+    assert "criteria" not in listing and "solution" not in listing
+    everything_shown = json.dumps(model.seen)
+    for c in task.criteria:
+        assert c.text not in everything_shown
+    assert "HV-20931" not in json.dumps(model.seen[0])  # the answer is in the PDF, not the prompt
+
+
+def test_turn_cap_ends_the_solve(tmp_path, node_cache):
+    task = load_task(SUITE / "me-bakery-header-mockup")
+    SCRIPTED["loop"] = ScriptedModel([{"content": None, "tool_calls": [shell_call("echo again")]}])
+    result = solve_task(
+        task, configs({"_target_": "tests.test_solve.scripted", "key": "loop"}, max_turns=3), tmp_path / "t", node_cache
+    )
+    t = result.telemetry
+    assert t.exit_status == "turn_cap" and t.turns == 3 and t.tool_calls == {"shell": 3}
+    assert t.input_tokens == 30 and t.output_tokens == 15 and abs(t.cost_usd - 0.003) < 1e-9
+
+
+def test_unusable_tool_calls_end_as_agent_error(tmp_path, node_cache):
+    task = load_task(SUITE / "me-bakery-header-mockup")
+    bad = {"id": "c", "type": "function", "function": {"name": "shell", "arguments": "{not json"}}
+    SCRIPTED["bad"] = ScriptedModel([{"content": None, "tool_calls": [bad]}])
+    result = solve_task(
+        task, configs({"_target_": "tests.test_solve.scripted", "key": "bad"}), tmp_path / "t", node_cache
+    )
+    assert result.telemetry.exit_status == "agent_error" and result.telemetry.turns == 3
+
+
+def test_edit_tools_change_the_workspace(tmp_path, node_cache):
+    task = load_task(SUITE / "me-bakery-header-mockup")
+    edit = {
+        "id": "e",
+        "type": "function",
+        "function": {
+            "name": "edit_file",
+            "arguments": json.dumps(
+                {"path": "index.html", "old_text": "Baked before sunrise", "new_text": "Baked at dawn"}
+            ),
+        },
+    }
+    write = {
+        "id": "w",
+        "type": "function",
+        "function": {"name": "write_file", "arguments": json.dumps({"path": "notes.txt", "content": "hello\n"})},
+    }
+    SCRIPTED["edit"] = ScriptedModel([{"content": None, "tool_calls": [edit, write]}, {"content": "ok"}])
+    result = solve_task(
+        task, configs({"_target_": "tests.test_solve.scripted", "key": "edit"}), tmp_path / "t", node_cache
+    )
+    assert "+    <h2>Baked at dawn</h2>" in result.patch and "+hello" in result.patch
+    assert result.telemetry.tool_calls == {"edit": 2}
+
+
+def test_a_crashing_model_is_an_infrastructure_outcome(tmp_path, node_cache):
+    task = load_task(SUITE / "me-bakery-header-mockup")
+    result = solve_task(
+        task, configs({"_target_": "tests.test_solve.scripted", "key": "does-not-exist"}), tmp_path / "t", node_cache
+    )
+    assert result.telemetry.exit_status == "infra_error" and "does-not-exist" in result.telemetry.message
+    assert Path(tmp_path / "t" / "trajectory.jsonl").is_file()

@@ -1,0 +1,86 @@
+"""Workspaces, patches and the local sandbox."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from codesign.sandbox.local import LocalSandbox
+from codesign.sandbox.workspace import Baseline, PatchError, apply_patch, changed_files, copy_tree
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_baseline_diff_roundtrips_through_apply(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "index.html").write_text("<h1>old</h1>\n")
+    (ws / "src" / "gone.js").write_text("x\n")
+    (ws / "node_modules").mkdir()
+    (ws / "node_modules" / "dep.js").write_text("dep\n")
+    base = tmp_path / "base"
+    copy_tree(ws, base)
+    baseline = Baseline(tmp_path / "b.git", ws)
+    baseline.snapshot()
+    (ws / "index.html").write_text("<h1>new</h1>\n")
+    (ws / "src" / "gone.js").unlink()
+    (ws / "src" / "new.js").write_text("y\n")
+    (ws / "node_modules" / "dep.js").write_text("changed\n")  # generated: never in the diff
+    patch = baseline.diff()
+    assert sorted(changed_files(patch)) == ["index.html", "src/gone.js", "src/new.js"]
+    apply_patch(base, patch)
+    assert _tree(base) == {k: v for k, v in _tree(ws).items() if not k.startswith("node_modules")}
+    assert not (ws / ".git").exists()  # the solver never sees the baseline's git directory
+
+
+def test_bad_patch_changes_nothing(tmp_path):
+    (tmp_path / "a.txt").write_text("one\n")
+    (tmp_path / "b.txt").write_text("two\n")
+    patch = (
+        "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+ONE\n"
+        "diff --git a/b.txt b/b.txt\n--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-not there\n+TWO\n"
+    )
+    with pytest.raises(PatchError, match=r"b\.txt"):
+        apply_patch(tmp_path, patch)
+    assert (tmp_path / "a.txt").read_text() == "one\n"  # atomic: the good hunk was not applied either
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    box = LocalSandbox(tmp_path, tmp_path / "home")
+    start = time.monotonic()
+    r = box.execute("sleep 30 & echo child=$!; sleep 30", timeout=1)
+    assert r.timed_out and r.returncode is None and time.monotonic() - start < 10
+    child = int(r.output.split("child=")[1].split()[0])
+    time.sleep(0.2)
+    assert not _alive(child)  # the background child died with its group
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a killed child waiting to be reaped is dead
+
+
+def test_environment_is_scrubbed_of_secrets(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "t0ken")
+    box = LocalSandbox(tmp_path, tmp_path / "home")
+    out = box.execute("env").output
+    assert "sk-secret" not in out and "t0ken" not in out
+    assert f"HOME={tmp_path / 'home'}" in out
+
+
+def test_file_access_is_confined_to_the_workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = LocalSandbox(ws, tmp_path / "home")
+    box.write_file("sub/a.txt", "hi")
+    assert box.read_file("sub/a.txt") == "hi"
+    with pytest.raises(PermissionError):
+        box.read_file("../outside.txt")
