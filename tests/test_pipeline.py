@@ -92,3 +92,19 @@ def test_resume_reuses_finished_stages(tmp_path, suite_copy):
     assert len(trial_dirs) == 1
     assert len(list((trial_dirs[0] / "evals").iterdir())) == 1
     assert (trial_dir / "solve.json").stat().st_mtime_ns == solved_at  # the solve was not run again
+
+
+def test_wandb_run_closes_cleanly_when_the_run_fails(tmp_path, suite_copy):
+    import wandb
+
+    root = suite_copy("me-bakery-header-mockup")
+    cfg = compose_config(
+        f"tasks.root={root}", f"store.root={tmp_path / 'store'}", "executor=inline", "+executor.no_such_option=1"
+    )  # the executor cannot be built: the run fails
+    out = tmp_path / "run"
+    out.mkdir()
+    with pytest.raises(Exception, match="no_such_option"):
+        run(cfg, out)
+    assert wandb.run is None  # finished, not left dangling
+    run_dir = next((out / "wandb").glob("offline-run-*"))
+    assert list(run_dir.glob("run-*.wandb"))

@@ -88,3 +88,10 @@ def test_verdict_frame_has_one_row_per_criterion():
 def test_format_summary_is_a_table():
     text = format_summary(summary_frame(task_frame([record("a", "ME", "PPHF")])))
     assert "| strict" in text and "0.5" in text and "0.625" in text
+
+
+def test_tool_calls_by_kind_are_columns():
+    r = record("a", "ME", "P")
+    r.telemetry.tool_calls = {"edit": 3, "shell": 2}
+    row = task_frame([r]).row(0, named=True)
+    assert row["tool_calls"] == 5 and row["tools_edit"] == 3 and row["tools_shell"] == 2 and row["tools_media"] == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -95,15 +96,21 @@ def changed_files(patch: str) -> list[str]:
 
 
 def lockfile_key(app_dir: Path) -> str | None:
-    """Cache key for an app's dependencies; None when it has no package.json."""
-    h = hashlib.sha256()
+    """Cache key for an app's dependencies: what is installed, not what the app is called.
+
+    The root package's own name and version are left out, so apps with identical dependency trees
+    share one installed copy. None when there is no package.json.
+    """
     manifest = app_dir / "package.json"
     if not manifest.is_file():
         return None
-    for name in ("package.json", "package-lock.json"):
-        p = app_dir / name
-        h.update(name.encode() + (p.read_bytes() if p.is_file() else b"-"))
-    return h.hexdigest()[:20]
+    pkg = json.loads(manifest.read_text())
+    deps = {k: pkg.get(k) for k in ("dependencies", "devDependencies", "optionalDependencies", "overrides")}
+    lock_path = app_dir / "package-lock.json"
+    lock = json.loads(lock_path.read_text()) if lock_path.is_file() else {}
+    packages = {k: v for k, v in lock.get("packages", {}).items() if k != ""}
+    blob = json.dumps([deps, lock.get("lockfileVersion"), packages], sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:20]
 
 
 def cached_node_modules(app_dir: Path, cache_root: Path, install: str, timeout_s: float = 600) -> Path:

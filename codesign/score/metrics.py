@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from codesign._types import VERDICT_SCORE, TrialRecord, TrialStatus, Verdict
+from codesign.solve.recorder import TOOL_KINDS
 
 CELL = ["model", "harness", "regime", "evaluator"]
 _SCORE = {v.value: s for v, s in VERDICT_SCORE.items()}
@@ -69,6 +70,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "exit_status": t.exit_status if t else None,
             "turns": t.turns if t else None,
             "tool_calls": sum(t.tool_calls.values()) if t else None,
+            **{f"tools_{k}": t.tool_calls.get(k, 0) if t else None for k in TOOL_KINDS},
             "input_tokens": t.input_tokens if t else None,
             "output_tokens": t.output_tokens if t else None,
             "cached_tokens": t.cached_tokens if t else None,
@@ -102,6 +104,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "exit_status": pl.String,
         "turns": pl.Int64,
         "tool_calls": pl.Int64,
+        **{f"tools_{k}": pl.Int64 for k in TOOL_KINDS},
         "input_tokens": pl.Int64,
         "output_tokens": pl.Int64,
         "cached_tokens": pl.Int64,

@@ -16,6 +16,10 @@ from codesign.solve.ended import CostCapReached, TimeCapReached, TurnCapReached
 _MEDIA_TOOLS = re.compile(r"\b(ffmpeg|ffprobe|sox|whisper|faster[-_]whisper|cv2|opencv|pdftoppm|pdftotext|tesseract)\b")
 
 
+# The tool families telemetry counts (the paper's appendix G), the same for every harness.
+TOOL_KINDS = ("edit", "shell", "read", "attachment", "screenshot", "media", "other")
+
+
 @dataclass(frozen=True)
 class Limits:
     max_turns: int = 120

@@ -1,0 +1,1 @@
+"""One module per task: ``TASK`` names the task, ``generate(out)`` writes its attachments."""
