@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from codesign._types import TrialRecord, TrialStatus
 from codesign.build import build
+from codesign.errors import ConfigError
 from codesign.score import format_summary, summary_frame, task_frame, verdict_frame
 from codesign.tasks.select import select_tasks
 from codesign.trial import TrialSpec
@@ -74,6 +75,11 @@ def _progress(total: int):
 def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None = None) -> dict[str, Any]:
     """Run one cell over the selected tasks; write parquet tables to ``out_dir``; return the tables."""
     selection = select_tasks(cfg.tasks)
+    if not selection.tasks and not selection.errors:
+        raise ConfigError(
+            f"no task selected under {selection.root}",
+            "check tasks.root, tasks.include and the filters (tracks, modalities, edit types)",
+        )
     specs = trial_specs(cfg, [(t.id, t.dir) for t in selection.tasks])
     task_errors = [
         TrialRecord(
