@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 
 from codesign._protocols import Harness, Model, Sandbox
 from codesign.tasks.loader import Task
@@ -38,3 +38,14 @@ def build_evaluator(cfg: dict[str, Any]) -> Any:
 def build(cfg: dict[str, Any]) -> Any:
     """Build any other component (tracker, executor) from its config."""
     return instantiate(cfg, _convert_="all")
+
+
+def preflight(cfg: Any) -> None:
+    """Checks that must fail before any trial starts (a missing API key, a missing CLI or engine):
+    the model, harness and sandbox classes may define ``check()``; each is built once here and checked."""
+    for group in ("model", "harness", "sandbox"):
+        node = cfg.get(group)
+        if node is None or node.get("uses_reference") or not hasattr(get_class(node._target_), "check"):
+            continue
+        extra = {"workspace": Path("."), "home": Path(".")} if group == "sandbox" else {}
+        instantiate(node, _convert_="all", **extra).check()

@@ -9,10 +9,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from codesign._types import TrialRecord, TrialStatus
-from codesign.build import build
+from codesign.build import build, preflight
 from codesign.errors import ConfigError
 from codesign.score import format_summary, summary_frame, task_frame, verdict_frame
 from codesign.tasks.select import select_tasks
@@ -21,9 +22,10 @@ from codesign.trial import TrialSpec
 
 def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]]) -> list[TrialSpec]:
     plain = lambda key: OmegaConf.to_container(cfg[key], resolve=True)  # noqa: E731
+    uses_harness = getattr(get_class(cfg.regime._target_), "uses_harness", True)
     cell = {
         "model": cfg.model.name,
-        "harness": cfg.harness.name,
+        "harness": cfg.harness.name if uses_harness else "none",
         "regime": cfg.regime.name,
         "evaluator": cfg.evaluator.name,
     }
@@ -80,6 +82,7 @@ def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None
             f"no task selected under {selection.root}",
             "check tasks.root, tasks.include and the filters (tracks, modalities, edit types)",
         )
+    preflight(cfg)
     specs = trial_specs(cfg, [(t.id, t.dir) for t in selection.tasks])
     task_errors = [
         TrialRecord(

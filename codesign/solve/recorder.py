@@ -76,7 +76,7 @@ class SolveRecorder:
         if reply.cost_usd is not None:
             t.cost_usd += reply.cost_usd
         # The weakest source seen wins: one estimated call makes the total an estimate.
-        order = ["none", "offline", "cli", "provider", "litellm_estimate", "unknown"]
+        order = ["none", "offline", "cli", "provider", "config", "litellm_estimate", "unknown"]
         if order.index(reply.cost_source) > order.index(t.cost_source):
             t.cost_source = reply.cost_source
         self.log("assistant", message=reply.message, usage=vars(reply.usage), cost_usd=reply.cost_usd)

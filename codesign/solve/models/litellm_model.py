@@ -1,0 +1,146 @@
+"""Any chat model litellm can reach, as a :class:`codesign.Model`.
+
+Keys are never in configs: a config names the environment variable that holds the key
+(``api_key_env``), which is read at call time and never logged. Rate-limit and server errors are
+retried with exponential backoff (honouring ``Retry-After``); authentication and bad-request
+errors are not.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from codesign._protocols import ModelReply
+from codesign._types import Usage
+from codesign.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def _litellm() -> Any:
+    """Import litellm (6-8 s: only when a model is really called) and quiet its banners."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price table remotely
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True  # a provider that lacks e.g. `seed` gets the call without it
+    return litellm
+
+
+def _retryable() -> tuple[type[Exception], ...]:
+    litellm = _litellm()
+    return (litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,
+            litellm.APIConnectionError, litellm.Timeout, litellm.BadGatewayError)  # fmt: skip
+
+
+@dataclass
+class LitellmModel:
+    name: str  # short name for tables, W&B and store keys
+    model: str  # litellm model string, e.g. "openai/gpt-6-astra", "anthropic/claude-opus-4-8"
+    api_key_env: str | None = None  # environment variable holding the key (None: the provider's default)
+    api_base: str | None = None  # custom endpoint (OpenAI-compatible servers, proxies)
+    temperature: float | None = 0.0
+    max_tokens: int = 8192
+    seed: int | None = None
+    timeout_s: float = 600.0
+    max_retries: int = 6  # retries of rate-limit / server / connection errors
+    backoff_s: float = 2.0  # first retry delay; doubles, with jitter, up to max_backoff_s
+    max_backoff_s: float = 60.0
+    # Prices in USD per million tokens; when set they take precedence over litellm's price table.
+    input_cost_per_mtok: float | None = None
+    output_cost_per_mtok: float | None = None
+    cached_input_cost_per_mtok: float | None = None
+    context_window: int | None = None  # tokens; single-shot regimes budget the prompt against it
+    supports_vision: bool = True
+    supports_audio: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)  # passed to litellm.completion as-is
+
+    def check(self) -> None:
+        """Fail before any trial starts when the key is missing, naming the variable."""
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            raise ConfigError(
+                f"model {self.name!r} needs an API key in ${self.api_key_env}, which is not set",
+                f"export {self.api_key_env}=... (or choose an offline model: model=oracle / model=noop)",
+            )
+
+    def _kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"timeout": self.timeout_s, "max_tokens": self.max_tokens, **self.extra}
+        if self.api_key_env:
+            kwargs["api_key"] = os.environ.get(self.api_key_env)
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        return kwargs
+
+    def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        """``litellm.completion`` with this model's settings and retries; returns litellm's response."""
+        litellm = _litellm()
+
+        delay = self.backoff_s
+        for attempt in range(self.max_retries + 1):
+            try:
+                return litellm.completion(model=self.model, messages=messages, num_retries=0,
+                                          **(self._kwargs() | kwargs))  # fmt: skip
+            except _retryable() as e:
+                if attempt == self.max_retries:
+                    raise
+                wait = _retry_after(e) or min(delay, self.max_backoff_s) * (0.5 + random.random())
+                log.warning("%s: %s; retry %d/%d in %.1fs", self.name, type(e).__name__, attempt + 1,
+                            self.max_retries, wait)  # fmt: skip
+                time.sleep(wait)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        response = self.complete(messages, **({"tools": tools} if tools else {}))
+        message = response.choices[0].message.model_dump(exclude_none=True)
+        message = {k: v for k, v in message.items() if k in ("role", "content", "tool_calls")}
+        message.setdefault("content", None)
+        usage = usage_of(response)
+        cost, source = self.cost(response, usage)
+        return ModelReply(message, usage, cost, source)
+
+    def cost(self, response: Any, usage: Usage) -> tuple[float | None, str]:
+        """The call's cost and where the figure came from: config prices, the provider, litellm's table."""
+        if self.input_cost_per_mtok is not None and self.output_cost_per_mtok is not None:
+            cached_price = self.cached_input_cost_per_mtok
+            cached_price = self.input_cost_per_mtok if cached_price is None else cached_price
+            fresh = usage.input_tokens - usage.cached_tokens
+            cost = (fresh * self.input_cost_per_mtok + usage.cached_tokens * cached_price
+                    + usage.output_tokens * self.output_cost_per_mtok) / 1e6  # fmt: skip
+            return cost, "config"
+        hidden = getattr(response, "_hidden_params", {}) or {}
+        header_cost = (hidden.get("additional_headers") or {}).get("llm_provider-x-litellm-response-cost")
+        if header_cost is not None:
+            return float(header_cost), "provider"
+        try:
+            return float(_litellm().completion_cost(completion_response=response, model=self.model)), "litellm_estimate"
+        except Exception:  # unknown model: litellm raises; the cost is then honestly unknown
+            return None, "unknown"
+
+
+def usage_of(response: Any) -> Usage:
+    u = getattr(response, "usage", None)
+    if u is None:
+        return Usage()
+    details = getattr(u, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or 0
+    return Usage(int(u.prompt_tokens or 0), int(u.completion_tokens or 0), int(cached))
+
+
+def _retry_after(error: Exception) -> float | None:
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    try:
+        return min(float(value), 120.0) if value is not None else None
+    except ValueError:
+        return None
