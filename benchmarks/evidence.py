@@ -19,11 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from codesign.evaluate.browser import Browser
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.evaluate.run import VIEWPORTS
-from codesign.evaluate.serve import build_app, serve
+from codesign.runtime.browser import Browser
+from codesign.runtime.serve import build_app, serve
 from codesign.sandbox.workspace import apply_patch, copy_tree
 from codesign.tasks.loader import load_suite
 from codesign.tasks.select import bundled_suite

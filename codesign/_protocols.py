@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from codesign._types import ExecResult, TrialRecord, Usage
 
 if TYPE_CHECKING:
+    from codesign.solve.preview import Preview
     from codesign.solve.recorder import SolveRecorder
     from codesign.tasks.loader import Task, TaskView
 
@@ -41,6 +42,10 @@ class Sandbox(Protocol):
 
     def write_file(self, path: str, content: str) -> None: ...
 
+    def export(self, dest: Path) -> None:
+        """Copy the workspace's current files (without installed dependencies) to ``dest`` on the host."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -49,7 +54,9 @@ class Harness(Protocol):
 
     name: str
 
-    def solve(self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder) -> None: ...
+    def solve(
+        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None
+    ) -> None: ...
 
 
 class Evaluator(Protocol):

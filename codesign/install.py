@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-from codesign.evaluate.browser import find_chromium
+from codesign.runtime.browser import find_chromium
 
 
 def _run(argv: list[str]) -> None:

@@ -19,8 +19,9 @@ from codesign._types import (
 )
 from codesign.build import build_evaluator
 from codesign.errors import TaskError
-from codesign.evaluate.browser import Browser
 from codesign.evaluate.run import evaluate_patch
+from codesign.runtime.browser import Browser
+from codesign.solve.preview import Preview
 from codesign.solve.run import solve_task
 from codesign.store import EVALUATION_VERSION, Store, content_key, read_json, write_atomic, write_json
 from codesign.tasks.loader import Task, load_task
@@ -94,8 +95,9 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
         patch, record.telemetry = (trial_dir / "patch.diff").read_text(), Telemetry(**solved["telemetry"])
         record.cached["solve"] = True
     else:
+        preview = Preview(browser, asyncio.get_running_loop(), task.manifest.environment, node_cache)
         result = await asyncio.to_thread(
-            solve_task, task, spec.solve_configs(), trial_dir, node_cache, spec.scratch_root
+            solve_task, task, spec.solve_configs(), trial_dir, node_cache, spec.scratch_root, preview=preview
         )
         patch, record.telemetry = result.patch, result.telemetry
         write_atomic(trial_dir / "patch.diff", patch)

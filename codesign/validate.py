@@ -23,9 +23,9 @@ from pathlib import Path
 import polars as pl
 
 from codesign.config import compose_cli
-from codesign.evaluate.browser import Browser
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.run import evaluate_patch
+from codesign.runtime.browser import Browser
 from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
 from codesign.tasks.loader import Task
 from codesign.tasks.select import select_tasks

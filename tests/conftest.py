@@ -47,7 +47,7 @@ def loop() -> Iterator[LoopThread]:
 
 @pytest.fixture(scope="session")
 def browser(loop: LoopThread):
-    from codesign.evaluate.browser import Browser
+    from codesign.runtime.browser import Browser
 
     b = Browser()
     loop.run(b.get())

@@ -8,7 +8,7 @@ import pytest
 
 from codesign.evaluate import probes
 from codesign.evaluate.evidence import EvidenceSession
-from codesign.evaluate.serve import static_server
+from codesign.runtime.serve import static_server
 from codesign.tasks.schema import Criterion
 
 pytestmark = pytest.mark.browser

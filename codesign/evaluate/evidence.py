@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from codesign._types import EvidenceItem
-from codesign.evaluate.browser import Browser
+from codesign.runtime.browser import Browser
 
 _SETTLE_JS = """async () => {
   if (document.fonts && document.fonts.ready) { await document.fonts.ready; }

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from codesign._types import CriterionVerdict, EvidenceItem, Verdict
-from codesign.evaluate.browser import VIEWPORTS
 from codesign.evaluate.evidence import EvidenceSession, LoadedPage
+from codesign.runtime.browser import VIEWPORTS
 from codesign.tasks import probes as P
 from codesign.tasks.schema import Criterion
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from codesign._protocols import Evaluator
 from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, TrialStatus, Verdict
-from codesign.evaluate.browser import Browser
 from codesign.evaluate.evidence import EvidenceSession
-from codesign.evaluate.serve import build_app, serve
+from codesign.runtime.browser import Browser
+from codesign.runtime.serve import build_app, serve
 from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
 from codesign.tasks.loader import Task
 

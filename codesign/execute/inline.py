@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codesign._types import TrialRecord
-from codesign.evaluate.browser import Browser
+from codesign.runtime.browser import Browser
 from codesign.trial import TrialSpec, run_trial_safely
 
 

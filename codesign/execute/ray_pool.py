@@ -21,7 +21,7 @@ class TrialWorker:
     """A Ray actor body: one shared browser, many concurrent trials."""
 
     def __init__(self, browser_executable: str | None):
-        from codesign.evaluate.browser import Browser
+        from codesign.runtime.browser import Browser
 
         self.browser = Browser(browser_executable)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codesign._types import ExecResult
+from codesign.sandbox.workspace import copy_tree
 
 # Environment variables a solver's commands may see; everything else (keys, tokens) is dropped.
 _PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "NODE_OPTIONS", "npm_config_cache")
@@ -101,6 +102,9 @@ class LocalSandbox:
         p = self.resolve(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(content)
+
+    def export(self, dest: Path) -> None:
+        copy_tree(self.workspace, dest, skip=("node_modules", "dist", ".vite", "_attachments"))
 
     def close(self) -> None:
         """Nothing to release: the workspace folder belongs to the trial."""

@@ -10,6 +10,7 @@ from codesign._protocols import Harness, Model, Sandbox
 from codesign.solve.attachments import content_parts
 from codesign.solve.edits import EditError, apply_edits, parse_edits
 from codesign.solve.ended import AgentError, Submitted
+from codesign.solve.preview import Preview
 from codesign.solve.recorder import Limits, SolveRecorder
 from codesign.tasks.loader import TaskView
 
@@ -49,8 +50,16 @@ class Agentic:
     def limits(self) -> Limits:
         return Limits(self.max_turns, self.max_wall_s, self.max_cost_usd)
 
-    def solve(self, model: Model, harness: Harness, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder) -> None:
-        harness.solve(model, sandbox, task, recorder)
+    def solve(
+        self,
+        model: Model,
+        harness: Harness,
+        sandbox: Sandbox,
+        task: TaskView,
+        recorder: SolveRecorder,
+        preview: Preview | None = None,
+    ) -> None:
+        harness.solve(model, sandbox, task, recorder, preview)
 
 
 def _prompt(name: str) -> str:
@@ -93,7 +102,15 @@ class SingleShot:
             included.append((path, text))
         return sorted(included), omitted
 
-    def solve(self, model: Model, harness: Harness, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder) -> None:
+    def solve(
+        self,
+        model: Model,
+        harness: Harness,
+        sandbox: Sandbox,
+        task: TaskView,
+        recorder: SolveRecorder,
+        preview: Preview | None = None,
+    ) -> None:
         from jinja2 import Template
 
         files, omitted = self.source(sandbox)

@@ -13,6 +13,7 @@ from codesign._types import ExitStatus, Telemetry
 from codesign.build import build_harness, build_model, build_regime, build_sandbox
 from codesign.sandbox.workspace import Baseline, cached_node_modules, copy_tree, hydrate_node_modules
 from codesign.solve.ended import Ended
+from codesign.solve.preview import Preview
 from codesign.solve.recorder import SolveRecorder
 from codesign.tasks.loader import Task
 
@@ -31,7 +32,7 @@ def prepare_workspace(task: Task, scratch: Path, node_cache: Path) -> tuple[Path
     copy_tree(task.app_dir, workspace)
     env = task.manifest.environment
     if env.kind == "node":
-        from codesign.evaluate.serve import NODE_INSTALL  # the same install command the evaluator uses
+        from codesign.runtime.serve import NODE_INSTALL  # the same install command the evaluator uses
 
         modules = cached_node_modules(workspace, node_cache, env.install or NODE_INSTALL)
         hydrate_node_modules(workspace, modules, hardlink=False)
@@ -51,6 +52,7 @@ def solve_task(
     node_cache: Path,
     scratch_root: str | None = None,
     keep_workspace: bool = False,
+    preview: Preview | None = None,
 ) -> SolveResult:
     """Run one solve; whatever happens, return the final workspace as a patch plus telemetry."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -65,7 +67,7 @@ def solve_task(
         status, message = ExitStatus.SUBMITTED, ""
         try:
             model = build_model(configs["model"], task)
-            regime.solve(model, build_harness(configs["harness"]), sandbox, task.view(), recorder)
+            regime.solve(model, build_harness(configs["harness"]), sandbox, task.view(), recorder, preview)
         except Ended as e:
             status, message = e.status, e.message
         except Exception as e:  # a crash in the harness/model client/sandbox is infrastructure, recorded

@@ -5,20 +5,24 @@ Small on purpose (mini-swe-agent's lesson): the whole control flow is ``solve`` 
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from jinja2 import StrictUndefined, Template
 
 from codesign._protocols import Model, Sandbox
+from codesign.solve.attachments import content_parts, downscale
 from codesign.solve.ended import AgentError, Submitted
+from codesign.solve.preview import Preview, PreviewError
 from codesign.solve.recorder import SolveRecorder
 from codesign.tasks.loader import TaskView
 
 
-def _tool(name: str, description: str, **params: str) -> dict[str, Any]:
+def _tool(name: str, description: str, /, **params: str) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {
@@ -48,6 +52,17 @@ TOOLS = [
         old_text="text to replace (must occur once)",
         new_text="replacement",
     ),
+    _tool(
+        "view_attachment",
+        "Look at one of the user's attachments (images, video keyframes, document pages).",
+        name="file name in _attachments/",
+    ),
+    _tool(
+        "screenshot",
+        "Build and open the app as it is now and return a screenshot.",
+        route="route to open, e.g. /",
+        viewport="desktop or mobile",
+    ),
     _tool("finish", "Call when the revision is complete.", summary="what you changed"),
 ]
 
@@ -61,6 +76,35 @@ class ToolError(Exception):
 
 
 @dataclass
+class _Tools:
+    """The tools that need more than the sandbox: attachments and the app preview."""
+
+    sandbox: Sandbox
+    task: TaskView
+    preview: Preview | None
+    model: Model
+
+    def attachment(self, name: str) -> tuple[str, list[dict[str, Any]]]:
+        found = next((a for a in self.task.attachments if a["name"] == Path(name).name), None)
+        if found is None:
+            names = ", ".join(a["name"] for a in self.task.attachments) or "none"
+            raise ToolError(f"no attachment {name!r}; attachments: {names}")
+        vision, audio = getattr(self.model, "supports_vision", True), getattr(self.model, "supports_audio", False)
+        return f"attachment {found['name']} is shown below", content_parts(found, vision=vision, audio=audio)
+
+    def screenshot(self, route: str, viewport: str) -> tuple[str, list[dict[str, Any]]]:
+        if self.preview is None:
+            raise ToolError("screenshots are not available in this run")
+        if viewport not in ("desktop", "mobile"):
+            raise ToolError("viewport must be desktop or mobile")
+        png = self.preview.screenshot(self.sandbox, route if route.startswith("/") else "/" + route, viewport)
+        image, mime = downscale(png)
+        return f"screenshot of {route} at {viewport} is shown below", [
+            {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{base64.b64encode(image).decode()}"}}
+        ]
+
+
+@dataclass
 class NativeHarness:
     name: str = "native"
     system_template: str = field(default_factory=lambda: _prompt("native_system.md"))
@@ -68,7 +112,9 @@ class NativeHarness:
     max_observation_chars: int = 12_000
     max_format_errors: int = 3  # consecutive turns with unusable tool calls before giving up
 
-    def solve(self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder) -> None:
+    def solve(
+        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None
+    ) -> None:
         render = lambda t: Template(t, undefined=StrictUndefined).render(task=task)  # noqa: E731
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": render(self.system_template)},
@@ -78,11 +124,13 @@ class NativeHarness:
         format_errors = 0
         while True:
             recorder.check_limits()
-            format_errors = 0 if self.step(model, sandbox, messages, recorder) else format_errors + 1
+            usable = self.step(model, sandbox, messages, recorder, _Tools(sandbox, task, preview, model))
+            format_errors = 0 if usable else format_errors + 1
             if format_errors >= self.max_format_errors:
                 raise AgentError(f"{format_errors} consecutive turns without a usable tool call")
 
-    def step(self, model: Model, sandbox: Sandbox, messages: list[dict[str, Any]], rec: SolveRecorder) -> bool:
+    def step(self, model: Model, sandbox: Sandbox, messages: list[dict[str, Any]], rec: SolveRecorder,
+             tools: _Tools) -> bool:  # fmt: skip
         """One turn. Returns False when the model's tool calls were unusable (a format error)."""
         reply = model.query(messages, TOOLS)
         rec.model_replied(reply)
@@ -91,24 +139,29 @@ class NativeHarness:
         calls = message.get("tool_calls") or []
         if not calls:  # a plain answer means the agent considers itself done
             raise Submitted(message.get("content") or "")
-        usable = True
+        usable, shown = True, []
         for call in calls:
             name = call["function"]["name"]
             try:
                 args = json.loads(call["function"].get("arguments") or "{}")
                 if not isinstance(args, dict):
                     raise ValueError("arguments must be a JSON object")
-                output = self.execute(name, args, sandbox)
-            except (ValueError, ToolError, PermissionError, OSError) as e:
+                output = self.execute(name, args, sandbox, tools)
+                if isinstance(output, tuple):  # text for the tool result, pictures for a user message after it
+                    output, parts = output
+                    shown += parts
+            except (ValueError, ToolError, PreviewError, PermissionError, OSError) as e:
                 usable = usable and not isinstance(e, ValueError)
                 args, output = {}, f"error: {e}"
             rec.tool_called(name, args, output)
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": self._clip(output)})
             if name == "finish" and not output.startswith("error"):
                 raise Submitted(args.get("summary", ""))
+        if shown:  # tool results carry text only; images follow as a user message
+            messages.append({"role": "user", "content": shown})
         return usable
 
-    def execute(self, name: str, args: dict[str, Any], sandbox: Sandbox) -> str:
+    def execute(self, name: str, args: dict[str, Any], sandbox: Sandbox, tools: _Tools) -> str | tuple[str, list]:
         match name:
             case "shell":
                 r = sandbox.execute(args["command"])
@@ -126,6 +179,10 @@ class NativeHarness:
                     raise ToolError(f"old_text occurs {n} times in {args['path']}; it must occur exactly once")
                 sandbox.write_file(args["path"], text.replace(args["old_text"], args["new_text"]))
                 return f"edited {args['path']}"
+            case "view_attachment":
+                return tools.attachment(args["name"])
+            case "screenshot":
+                return tools.screenshot(args.get("route") or "/", args.get("viewport") or "desktop")
             case "finish":
                 return "finished"
             case _:

@@ -1,0 +1,1 @@
+"""Shared runtime for solve and evaluate: building and serving an app, and the shared headless browser."""
