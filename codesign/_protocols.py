@@ -36,7 +36,9 @@ class Sandbox(Protocol):
 
     workspace: Path
 
-    def execute(self, command: str, timeout: float | None = None, stdin: str | None = None) -> ExecResult: ...
+    def execute(
+        self, command: str, timeout: float | None = None, stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> ExecResult: ...
 
     def read_file(self, path: str) -> str: ...
 

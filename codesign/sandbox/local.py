@@ -79,14 +79,14 @@ class LocalSandbox:
         self.home = Path(self.home)
         self.home.mkdir(parents=True, exist_ok=True)
 
-    def execute(self, command: str, timeout: float | None = None, stdin: str | None = None) -> ExecResult:
+    def execute(
+        self, command: str, timeout: float | None = None, stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> ExecResult:
+        """``env`` adds variables for this command (e.g. an agent CLI's proxy address) on top of the scrubbed set."""
         return run_in_group(
-            ["bash", "-c", command],
-            self.workspace,
-            scrubbed_env(self.home, self.env),
-            timeout or self.command_timeout_s,
-            stdin=stdin,
-        )
+            ["bash", "-c", command], self.workspace, scrubbed_env(self.home, {**(self.env or {}), **(env or {})}),
+            timeout or self.command_timeout_s, stdin=stdin,
+        )  # fmt: skip
 
     def resolve(self, path: str) -> Path:
         """A path inside the workspace; anything escaping it is refused."""

@@ -54,7 +54,7 @@ class SolveRecorder:
         self.telemetry = Telemetry(cost_source="none")
         self.started = time.monotonic()
 
-    def log(self, event: str, **payload: Any) -> None:
+    def log(self, event: str, /, **payload: Any) -> None:
         row = {"t": round(time.monotonic() - self.started, 3), "event": event, **payload}
         self._file.write(json.dumps(row, default=str) + "\n")
         self._file.flush()
@@ -80,6 +80,11 @@ class SolveRecorder:
         if order.index(reply.cost_source) > order.index(t.cost_source):
             t.cost_source = reply.cost_source
         self.log("assistant", message=reply.message, usage=vars(reply.usage), cost_usd=reply.cost_usd)
+
+    def count_tool_call(self, name: str, args: dict[str, Any]) -> None:
+        """A tool call seen in a model reply whose execution happens elsewhere (inside an agent CLI)."""
+        self.telemetry.count_tool(tool_kind(name, args))
+        self.log("tool_call", name=name, args=args)
 
     def tool_called(self, name: str, args: dict[str, Any], output: str) -> None:
         self.telemetry.count_tool(tool_kind(name, args))

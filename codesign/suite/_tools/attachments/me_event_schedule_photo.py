@@ -37,8 +37,14 @@ class Marker:
             w = f.getbbox(ch)[2] if ch.strip() else size * 0.38
             if ch.strip():
                 tile = Image.new("RGBA", (size * 2, size * 2), (0, 0, 0, 0))
-                ImageDraw.Draw(tile).text((size // 2, size // 3), ch, font=f, fill=color + (235,),
-                                          stroke_width=stroke, stroke_fill=color + (235,))
+                ImageDraw.Draw(tile).text(
+                    (size // 2, size // 3),
+                    ch,
+                    font=f,
+                    fill=(*color, 235),
+                    stroke_width=stroke,
+                    stroke_fill=(*color, 235),
+                )
                 tile = tile.rotate(self.rng.uniform(-7, 7), resample=Image.BICUBIC)
                 self.board.alpha_composite(tile, (int(x - size // 2), int(y - size // 3 + self.rng.uniform(-2, 2))))
             x += w * self.rng.uniform(0.92, 1.04) + stroke
@@ -48,7 +54,7 @@ class Marker:
         from PIL import ImageDraw
 
         jittered = [(px + self.rng.uniform(-1.5, 1.5), py + self.rng.uniform(-1.5, 1.5)) for px, py in points]
-        ImageDraw.Draw(self.board).line(jittered, fill=color + (230,), width=width, joint="curve")
+        ImageDraw.Draw(self.board).line(jittered, fill=(*color, 230), width=width, joint="curve")
 
     def arrow(self, x1: float, y: float, x2: float, color, both: bool = False) -> None:
         self.line([(x1, y), ((x1 + x2) / 2, y + 2), (x2, y)], color)
@@ -77,7 +83,7 @@ def generate(out: Path) -> None:
         bd.line([(i, 0), (i, board.height)], fill=(238 + g, 237 + g, 231 + g, 255))
     # Ghosts of older, wiped writing.
     ghost = Marker(board, rng)
-    ghost.write(820, 560, "sponsor tables??", 34, (214, 214, 212), stroke=0)
+    ghost.write(1010, 272, "sponsor tables??", 34, (214, 214, 212), stroke=0)
     ghost.write(90, 655, "wifi poster x3", 30, (218, 217, 214), stroke=0)
 
     m = Marker(board, rng)
@@ -105,7 +111,7 @@ def generate(out: Path) -> None:
     x = m.write(110, 520, "15:15", 34, GREEN, stroke=1)
     m.line([(104, 540), (x + 4, 536)], GREEN, width=4)
     x = m.write(x + 22, 520, "15:30 - 15:45   Main Hall", 34, GREEN, stroke=1)
-    m.write(110, 578, "\"Feature Flags in 5 Minutes\" - Priya Nair", 34, GREEN, stroke=1)
+    m.write(110, 578, '"Feature Flags in 5 Minutes" - Priya Nair', 34, GREEN, stroke=1)
 
     # Not a schedule change: an organisers-only reminder in the corner.
     m.write(860, 690, "Speakers' dinner 19:30 @ Pier 4", 28, BLACK, stroke=0)

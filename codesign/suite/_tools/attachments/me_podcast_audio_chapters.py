@@ -32,7 +32,8 @@ def generate(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         raw, clean = Path(tmp) / "memo.wav", Path(tmp) / "memo16k.wav"
         _run("espeak-ng", "-v", "en-us", "-s", "150", "-p", "45", "-w", str(raw), MEMO)
-        # A phone memo (-R -D: repeatable, no random dither): mono 16 kHz, a touch of high-pass, short leading and trailing silence.
+        # A phone memo: mono 16 kHz, a touch of high-pass, short silence around it.
+        # -R -D: repeatable output without random dither.
         _run("sox", "-R", "-D", str(raw), "-r", "16000", "-c", "1", "-b", "16", str(clean),
              "highpass", "120", "pad", "0.4", "0.6", "norm", "-1")  # fmt: skip
         _run("ffmpeg", "-v", "error", "-y", "-i", str(clean), "-c:a", "libmp3lame", "-b:a", "32k",

@@ -11,12 +11,23 @@ FONT_DIR = Path("/usr/share/fonts/truetype/dejavu")
 SWATCH = "0x6A9FD4"  # "Glacier Blue": only shown as a colour, never written out
 
 
-def _text(text: str, x: str, y: str, size: int, start: float, end: float, color: str = "white",
-          bold: bool = False, alpha: str = "1") -> str:
+def _text(
+    text: str,
+    x: str,
+    y: str,
+    size: int,
+    start: float,
+    end: float,
+    color: str = "white",
+    bold: bool = False,
+    alpha: str = "1",
+) -> str:
     font = FONT_DIR / ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf")
     text = text.replace("\\", "\\\\").replace(":", "\\:").replace("'", "\u2019").replace("%", "\\%")
-    return (f"drawtext=fontfile={font}:text='{text}':x={x}:y={y}:fontsize={size}:fontcolor={color}"
-            f":alpha='{alpha}':enable='between(t,{start},{end})'")
+    return (
+        f"drawtext=fontfile={font}:text='{text}':x={x}:y={y}:fontsize={size}:fontcolor={color}"
+        f":alpha='{alpha}':enable='between(t,{start},{end})'"
+    )
 
 
 def _box(x: int, y: int, w: int, h: int, color: str, start: float, end: float) -> str:

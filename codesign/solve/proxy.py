@@ -1,0 +1,174 @@
+"""A model proxy on loopback: the Anthropic Messages API, answered by any codesign :class:`Model`.
+
+Agent CLIs that speak Anthropic's API (Claude Code) are pointed at it with ``ANTHROPIC_BASE_URL``.
+Each call is translated to the OpenAI format (litellm's adapter), answered by the trial's model —
+a litellm endpoint or an offline one — and translated back. The proxy is where every call is
+recorded (turns, tokens, cost, tool calls by kind) and where the caps are enforced, the same way
+for every harness (Inspect AI's lesson).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from codesign._protocols import Model
+from codesign.solve.ended import Ended, InfraError
+from codesign.solve.recorder import SolveRecorder
+
+
+def anthropic_sse(message: dict[str, Any]) -> bytes:
+    """A complete Anthropic message as the server-sent events of a stream."""
+    usage = dict(message.get("usage") or {})
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
+    for i, block in enumerate(message.get("content") or []):
+        if block["type"] == "text":
+            events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {"type": "text", "text": ""}}))  # fmt: skip
+            text = block["text"]
+            for j in range(0, len(text), 64):
+                delta = {"type": "text_delta", "text": text[j : j + 64]}
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
+        elif block["type"] == "tool_use":
+            start_block = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": start_block}))  # fmt: skip
+            args = json.dumps(block.get("input") or {})
+            for j in range(0, len(args), 64):
+                delta = {"type": "input_json_delta", "partial_json": args[j : j + 64]}
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
+        else:
+            continue
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": None},
+                                     "usage": {"output_tokens": usage.get("output_tokens", 0)}}))  # fmt: skip
+    events.append(("message_stop", {"type": "message_stop"}))
+    return "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
+
+
+class ModelProxy:
+    def __init__(self, model: Model, recorder: SolveRecorder):
+        self.model, self.recorder = model, recorder
+        self.token = "codesign-" + secrets.token_hex(16)  # only the CLI this proxy was started for may call it
+        self.ended: Ended | None = None  # set when a cap was hit or the model failed: the harness reports it
+        self.calls = 0
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        from codesign.solve.models.litellm_model import _litellm
+
+        litellm = _litellm()
+        from litellm.llms.anthropic.messages.adapters.transformation import LiteLLMAnthropicMessagesAdapter
+
+        self._litellm, self._adapter = litellm, LiteLLMAnthropicMessagesAdapter()
+
+    def __enter__(self) -> ModelProxy:
+        handler = type("Handler", (_Handler,), {"proxy": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True, name="codesign-model-proxy").start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._httpd:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Status and Anthropic-format body for one Messages request."""
+        with self._lock:
+            if self.ended is not None:
+                return 400, _error("invalid_request_error", f"codesign: this solve has ended ({self.ended})")
+            try:
+                self.recorder.check_limits()
+            except Ended as e:
+                self.ended = e
+                return 400, _error("invalid_request_error", f"codesign: {e}")
+        request, _ = self._adapter.translate_anthropic_to_openai({**body, "stream": False})
+        messages = [{k: v for k, v in m.items() if v is not None} for m in request.get("messages", [])]
+        tools = list(request.get("tools") or [])
+        try:
+            reply = self.model.query(messages, tools)
+        except Exception as e:  # the endpoint failed after its own retries: an infrastructure outcome
+            with self._lock:
+                self.ended = InfraError(f"model call failed: {type(e).__name__}: {e}")
+            return 500, _error("api_error", str(e)[:500])
+        with self._lock:
+            self.calls += 1
+            self.recorder.model_replied(reply)
+            for call in reply.message.get("tool_calls") or []:
+                fn = call["function"]
+                try:
+                    args = json.loads(fn.get("arguments") or "{}")
+                except json.JSONDecodeError:
+                    args = {}
+                self.recorder.count_tool_call(fn["name"], args)
+        response = self._litellm.ModelResponse(
+            id=f"msg_codesign_{self.calls}",
+            choices=[{"index": 0, "message": reply.message,
+                      "finish_reason": "tool_calls" if reply.message.get("tool_calls") else "stop"}],
+            usage={"prompt_tokens": reply.usage.input_tokens, "completion_tokens": reply.usage.output_tokens,
+                   "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens},
+        )  # fmt: skip
+        message = dict(self._adapter.translate_openai_response_to_anthropic(response))
+        message["model"] = body.get("model", "codesign")
+        message["usage"] = {
+            "input_tokens": reply.usage.input_tokens,
+            "output_tokens": reply.usage.output_tokens,
+            "cache_read_input_tokens": reply.usage.cached_tokens,
+            "cache_creation_input_tokens": 0,
+        }
+        return 200, message
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    proxy: ModelProxy
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_HEAD(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
+        if key != self.proxy.token:
+            self._send(401, "application/json", json.dumps(_error("authentication_error", "bad key")).encode())
+            return
+        path = self.path.split("?")[0]
+        if path.endswith("/messages/count_tokens"):
+            estimate = max(1, len(json.dumps(body)) // 4)
+            self._send(200, "application/json", json.dumps({"input_tokens": estimate}).encode())
+            return
+        if not path.endswith("/messages"):
+            self._send(404, "application/json", json.dumps(_error("not_found_error", path)).encode())
+            return
+        status, message = self.proxy.answer(body)
+        if status == 200 and body.get("stream"):
+            self._send(200, "text/event-stream", anthropic_sse(message))
+        else:
+            self._send(status, "application/json", json.dumps(message).encode())
+
+    def _send(self, status: int, ctype: str, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
