@@ -202,3 +202,16 @@ def test_evidence_files_exist(session):
     assert session.items["console:/noisy.html@desktop"].data["messages"][0]["text"] == "boom"
     assert any(r["url"].endswith("/noisy.html") for r in session.items["network:/noisy.html@desktop"].data)
     assert Path(session.out_dir / "diff.patch").is_file()
+
+
+def test_static_server_answers_byte_ranges(lab):
+    """Media must be seekable in the browser: the evaluation server honours Range requests."""
+    import urllib.request
+
+    root, url = lab
+    req = urllib.request.Request(url + "/app.js", headers={"Range": "bytes=7-12"})
+    with urllib.request.urlopen(req) as resp:
+        assert resp.status == 206 and resp.headers["Content-Range"] == f"bytes 7-12/{(root / 'app.js').stat().st_size}"
+        assert resp.read() == (root / "app.js").read_bytes()[7:13]
+    with urllib.request.urlopen(urllib.request.Request(url + "/app.js", headers={"Range": "bytes=-3"})) as resp:
+        assert resp.read() == (root / "app.js").read_bytes()[-3:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -78,7 +79,34 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-store")
+        self.send_header("Accept-Ranges", "bytes")
         super().end_headers()
+
+    def do_GET(self) -> None:
+        """Byte ranges make media seekable in the browser (``audio.currentTime = …`` needs them)."""
+        match = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range", "").strip())
+        path = Path(self.translate_path(self.path))
+        if match is None or not path.is_file() or match.group(0) == "bytes=-":
+            super().do_GET()
+            return
+        size = path.stat().st_size
+        first, last = match.groups()
+        start, end = (size - int(last), size - 1) if not first else (int(first), int(last) if last else size - 1)
+        end = min(end, size - 1)
+        if start < 0 or start > end:
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{size}")
+            self.end_headers()
+            return
+        with path.open("rb") as f:
+            f.seek(start)
+            data = f.read(end - start + 1)
+        self.send_response(206)
+        self.send_header("Content-Type", self.guess_type(str(path)))
+        self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 @contextlib.contextmanager
