@@ -43,6 +43,10 @@ def lab(tmp_path_factory):
     (root / "index.html").write_text(PAGE)
     (root / "app.js").write_text("export const answer = 42;\n")
     (root / "noisy.html").write_text("<script>console.error('boom')</script><p>noisy</p>")
+    (root / "wide.html").write_text(
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<div style="width: 700px; height: 20px; background: red">too wide</div>'
+    )
     with static_server(root, spa_fallback=False) as url:
         yield root, url
 
@@ -215,3 +219,12 @@ def test_static_server_answers_byte_ranges(lab):
         assert resp.read() == (root / "app.js").read_bytes()[7:13]
     with urllib.request.urlopen(urllib.request.Request(url + "/app.js", headers={"Range": "bytes=-3"})) as resp:
         assert resp.read() == (root / "app.js").read_bytes()[-3:]
+
+
+def test_overflow_is_caught_on_mobile(loop, session):
+    """Mobile emulation widens innerWidth to fit overflowing content; the check must still see it."""
+    wide = {"route": "/wide.html", "viewport": "mobile", "steps": [{"wait": {"ms": 10}}],
+            "expect": [{"no_horizontal_overflow": {}}]}  # fmt: skip
+    v = grade(loop, session, wide)
+    assert v.verdict == "FAIL" and "overflow 318px" in v.reason  # 700px + 8px body margin - 390px
+    assert grade(loop, session, {**wide, "viewport": "desktop"}).verdict == "PASS"

@@ -19,7 +19,7 @@ from codesign.runtime.browser import VIEWPORTS
 from codesign.tasks import probes as P
 from codesign.tasks.schema import Criterion
 
-STEP_TIMEOUT_MS = 3_000
+STEP_TIMEOUT_MS = 5_000  # generous: a busy machine must not turn a slow click into a FAIL
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -147,7 +147,10 @@ async def check(assertion: tuple[str, Any], loaded: LoadedPage | None, session: 
             ok = n == a.count if a.count is not None else n >= 1
             return Check(ok, f"{n} elements with role={a.role} name={a.name!r}", missing=n == 0 and not ok)
         case "no_horizontal_overflow":
-            overflow = await page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+            # clientWidth, not innerWidth: mobile emulation widens innerWidth to fit overflowing content.
+            overflow = await page.evaluate(
+                "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
             return Check(overflow <= a.tolerance_px, f"horizontal overflow {overflow}px")
         case "title":
             title = _norm(await page.title())

@@ -1,0 +1,210 @@
+"""Run a solver's commands in a Docker container: the local sandbox's interface on the Docker SDK.
+
+The workspace is copied into the container when the sandbox starts and copied back when it closes,
+so the host-side diff and evaluation work exactly as with the local sandbox. Resource limits,
+``network none``, dropped capabilities and a non-root user are set on the container.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import tarfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codesign._types import ExecResult
+from codesign.errors import ConfigError, EnvironmentSetupError
+
+
+def _tar_dir(root: Path, arcname: str, uid: int, gid: int) -> bytes:
+    """A tar of ``root`` owned by ``uid:gid`` (the container drops CAP_CHOWN, so ownership travels in the tar)."""
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid, info.gid, info.uname, info.gname = uid, gid, "", ""
+        return info
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(root, arcname=arcname, filter=owned)
+    return buf.getvalue()
+
+
+@dataclass
+class DockerSandbox:
+    workspace: Path  # host path: copied in at start, copied back at close
+    home: Path
+    image: str = "codesign/node:20"
+    network: str = "none"  # Docker network mode: none, host, or a network name
+    memory: str = "2g"
+    cpus: float = 1.0
+    pids_limit: int = 512
+    user: str = "1000:1000"
+    workdir: str = "/sandbox/app"  # the workspace inside the container; its parent is a volume
+    shell: str = "sh"
+    command_timeout_s: float = 120.0
+    read_only_root: bool = True  # the image is read-only; only /workspace (a volume) and /tmp are writable
+    docker_host: str | None = None  # None: $DOCKER_HOST, else the engine `python -m codesign.install docker` starts
+    env: dict[str, str] = field(default_factory=dict)
+    _client: Any = None
+    _container: Any = None
+    _volume: Any = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.workspace, self.home = Path(self.workspace).resolve(), Path(self.home)
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+    def client(self) -> Any:
+        if self._client is None:
+            import docker
+
+            from codesign.install import docker_host
+
+            try:
+                self._client = docker.DockerClient(base_url=self.docker_host or docker_host(), timeout=120)
+                self._client.ping()
+            except Exception as e:
+                raise EnvironmentSetupError(f"no Docker Engine answers at {self.docker_host or docker_host()}: {e}",
+                                            "run `python -m codesign.install docker` (starts one) "
+                                            "or set DOCKER_HOST") from e  # fmt: skip
+        return self._client
+
+    def check(self) -> None:
+        """Preflight: the engine answers and the image exists."""
+        client = self.client()
+        if not client.images.list(name=self.image):
+            raise ConfigError(f"Docker image {self.image!r} is not present on the engine",
+                              "build it: python -m codesign.install node-image (or busybox-image)")  # fmt: skip
+
+    def container(self) -> Any:
+        if self._container is None:
+            # The workspace lives in a volume mounted at its parent: Docker's archive API refuses paths under a
+            # read-only root that are not on a volume, and the workspace folder itself (created from the tar)
+            # belongs to the sandbox user, who cannot chown (all capabilities are dropped).
+            self._volume = self.client().volumes.create(labels={"codesign": "sandbox"})
+            self._container = self.client().containers.run(
+                self.image, command=["sleep", "infinity"], detach=True, network_mode=self.network,
+                mem_limit=self.memory, memswap_limit=self.memory, nano_cpus=int(self.cpus * 1e9),
+                pids_limit=self.pids_limit, working_dir="/", cap_drop=["ALL"],
+                security_opt=["no-new-privileges"], read_only=self.read_only_root,
+                tmpfs={"/tmp": "rw,exec,size=512m,mode=1777"}, labels={"codesign": "sandbox"}, init=True,
+                volumes={self._volume.name: {"bind": os.path.dirname(self.workdir), "mode": "rw"}},
+            )  # fmt: skip
+            uid, gid = (int(x) for x in self.user.split(":"))
+            parent, name = os.path.split(self.workdir)
+            self._container.put_archive(parent, _tar_dir(self.workspace, name, uid, gid))
+        return self._container
+
+    def close(self) -> None:
+        """Copy the final workspace back to the host, then remove the container."""
+        if self._container is None:
+            return
+        try:
+            self._sync_out(self.workspace, keep=("node_modules", "_attachments"))
+        finally:
+            with contextlib.suppress(Exception):
+                self._container.remove(force=True)
+            with contextlib.suppress(Exception):
+                self._volume.remove(force=True)
+            self._container = self._volume = None
+
+    # --- the Sandbox protocol ------------------------------------------------------------------------
+    def execute(
+        self, command: str, timeout: float | None = None, stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> ExecResult:
+        container = self.container()
+        environment = {k: v for k, v in {**self.env, **(env or {})}.items()}
+        environment.setdefault("HOME", "/tmp")
+        if stdin is not None:
+            command = f"{command} <<'CODESIGN_STDIN_EOF'\n{stdin}\nCODESIGN_STDIN_EOF"
+        exec_id = self.client().api.exec_create(container.id, [self.shell, "-c", command], workdir=self.workdir,
+                                                user=self.user, environment=environment)["Id"]  # fmt: skip
+        chunks: list[bytes] = []
+        done = threading.Event()
+
+        def pump() -> None:
+            for chunk in self.client().api.exec_start(exec_id, stream=True, demux=False):
+                chunks.append(chunk)
+            done.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        timed_out = not done.wait(timeout or self.command_timeout_s)
+        if timed_out:
+            # As the sandbox user, `kill -9 -1` ends every process of that user — the command and whatever it
+            # spawned — while the container's own keep-alive (root) survives.
+            with contextlib.suppress(Exception):
+                container.exec_run(["sh", "-c", "kill -9 -1"], user=self.user)
+            done.wait(10)
+        code = self.client().api.exec_inspect(exec_id).get("ExitCode")
+        output = b"".join(chunks).decode("utf-8", errors="replace")
+        return ExecResult(output=output, returncode=None if timed_out else code, timed_out=timed_out)
+
+    def read_file(self, path: str) -> str:
+        data = self._get(self._inside(path))
+        if data is None:
+            raise FileNotFoundError(path)
+        return data.decode("utf-8")
+
+    def write_file(self, path: str, content: str) -> None:
+        rel = os.path.relpath(self._inside(path), self.workdir)
+        uid, gid = (int(x) for x in self.user.split(":"))
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            parts = rel.split("/")
+            for k in range(1, len(parts)):  # parent folders, owned by the sandbox user
+                info = tarfile.TarInfo("/".join(parts[:k]))
+                info.type, info.mode, info.uid, info.gid, info.mtime = (
+                    tarfile.DIRTYPE,
+                    0o755,
+                    uid,
+                    gid,
+                    int(time.time()),
+                )
+                tar.addfile(info)
+            data = content.encode()
+            info = tarfile.TarInfo(rel)
+            info.size, info.mode, info.uid, info.gid, info.mtime = len(data), 0o644, uid, gid, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+        self.container().put_archive(self.workdir, buf.getvalue())
+
+    def export(self, dest: Path) -> None:
+        dest.mkdir(parents=True, exist_ok=True)
+        self._sync_out(dest, keep=())
+
+    # --- helpers -----------------------------------------------------------------------------------------
+    def _inside(self, path: str) -> str:
+        full = os.path.normpath(os.path.join(self.workdir, path))
+        if full != self.workdir and not full.startswith(self.workdir + "/"):
+            raise PermissionError(f"{path!r} is outside the workspace")
+        return full
+
+    def _get(self, inside: str) -> bytes | None:
+        import docker
+
+        try:
+            stream, _ = self.container().get_archive(inside)
+        except docker.errors.NotFound:
+            return None
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            if member is None or not member.isfile():
+                raise IsADirectoryError(inside)
+            return tar.extractfile(member).read()
+
+    def _sync_out(self, dest: Path, keep: tuple[str, ...]) -> None:
+        """Make ``dest`` mirror the container's workspace (deletions included), except ``keep``."""
+        stream, _ = self.container().get_archive(self.workdir + "/.")
+        data = io.BytesIO(b"".join(stream))
+        for child in dest.iterdir() if dest.exists() else []:
+            if child.name in keep:
+                continue
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        with tarfile.open(fileobj=data) as tar:
+            members = [m for m in tar.getmembers() if m.name.split("/")[0] not in ("node_modules", *keep)]
+            tar.extractall(dest, members=members, filter="data")
