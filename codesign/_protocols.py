@@ -80,4 +80,6 @@ class Tracker(Protocol):
 class Executor(Protocol):
     """Runs trial specs somewhere (Ray actors, this process) and streams records back as they finish."""
 
-    def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None]) -> list[TrialRecord]: ...
+    def run(
+        self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None], budget: Any = None
+    ) -> list[TrialRecord]: ...

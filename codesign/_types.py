@@ -37,6 +37,7 @@ class TrialStatus(StrEnum):
     TASK_ERROR = "task_error"  # the task itself could not be loaded: reported, never a zero
     INFRA_ERROR = "infra_error"  # evaluation infrastructure failed: reported, never a zero
     ABORTED = "aborted"  # the evidence audit aborted evaluation: excluded from aggregation
+    SKIPPED = "skipped"  # never started (the run-wide cost budget was spent)
 
 
 @dataclass

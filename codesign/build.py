@@ -27,8 +27,8 @@ def build_regime(cfg: dict[str, Any]) -> Any:
     return instantiate(cfg, _convert_="all")
 
 
-def build_sandbox(cfg: dict[str, Any], workspace: Path, home: Path) -> Sandbox:
-    return instantiate(cfg, _convert_="all", workspace=workspace, home=home)
+def build_sandbox(cfg: dict[str, Any], workspace: Path, home: Path, hide: list[str] | None = None) -> Sandbox:
+    return instantiate(cfg, _convert_="all", workspace=workspace, home=home, hide=hide or [])
 
 
 def build_evaluator(cfg: dict[str, Any]) -> Any:

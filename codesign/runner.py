@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from codesign._types import TrialRecord, TrialStatus
 from codesign.build import build, preflight
 from codesign.errors import ConfigError
+from codesign.execute import Budget
 from codesign.score import format_summary, summary_frame, task_frame, verdict_frame
 from codesign.tasks.select import select_tasks
 from codesign.trial import TrialSpec
@@ -101,7 +102,12 @@ def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None
             report(record)
             tracker.log_trial(record)
 
-        records = build(cfg.executor).run([asdict(s) for s in specs], on_result) if specs else []
+        budget = Budget(cfg.budget.max_cost_usd)
+        records = build(cfg.executor).run([asdict(s) for s in specs], on_result, budget) if specs else []
+        skipped = sum(r.status == TrialStatus.SKIPPED for r in records)
+        if skipped:
+            print(f"cost budget of ${budget.max_cost_usd:.2f} reached (spent ${budget.spent_usd:.4f}): "
+                  f"{skipped} trials were not started", file=sys.stderr)  # fmt: skip
         records = records + task_errors
         tasks = task_frame(records)
         tables = {"verdicts": verdict_frame(records), "tasks": tasks, "summary": summary_frame(tasks)}

@@ -1,1 +1,29 @@
 """Executors run trial specs and stream records back: Ray actors by default, or this process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from codesign._types import TrialRecord, TrialStatus
+
+
+@dataclass
+class Budget:
+    """A run-wide cost budget: once spent, no new trial starts (those running finish)."""
+
+    max_cost_usd: float | None = None
+    spent_usd: float = 0.0
+
+    def charge(self, record: TrialRecord) -> None:
+        if record.telemetry is not None and not record.cached.get("solve"):  # reused solves cost nothing now
+            self.spent_usd += record.telemetry.cost_usd
+
+    @property
+    def exhausted(self) -> bool:
+        return self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd
+
+    def skipped(self, spec: dict[str, Any]) -> TrialRecord:
+        message = (f"not started: the run-wide cost budget of ${self.max_cost_usd:.2f} is spent "
+                   f"(${self.spent_usd:.4f})")  # fmt: skip
+        return TrialRecord("", None, spec["task_id"], "?", spec["cell"], {}, TrialStatus.SKIPPED.value, message=message)

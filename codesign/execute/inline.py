@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codesign._types import TrialRecord
+from codesign.execute import Budget
 from codesign.runtime.browser import Browser
 from codesign.trial import TrialSpec, run_trial_safely
 
@@ -17,16 +18,22 @@ class InlineExecutor:
     max_concurrency: int = 4  # trials in flight at once
     browser_executable: str | None = None
 
-    def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None]) -> list[TrialRecord]:
-        return asyncio.run(self._run(specs, on_result))
+    def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
+            budget: Budget | None = None) -> list[TrialRecord]:  # fmt: skip
+        return asyncio.run(self._run(specs, on_result, budget or Budget()))
 
-    async def _run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None]) -> list[TrialRecord]:
+    async def _run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
+                   budget: Budget) -> list[TrialRecord]:  # fmt: skip
         browser = Browser(self.browser_executable)
         gate = asyncio.Semaphore(self.max_concurrency)
 
         async def one(spec: dict[str, Any]) -> TrialRecord:
             async with gate:
-                record = await run_trial_safely(TrialSpec(**spec), browser)
+                if budget.exhausted:
+                    record = budget.skipped(spec)
+                else:
+                    record = await run_trial_safely(TrialSpec(**spec), browser)
+                    budget.charge(record)
             on_result(record)
             return record
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codesign._types import TrialRecord, TrialStatus
+from codesign.execute import Budget
 
 
 class TrialWorker:
@@ -64,9 +65,11 @@ class RayExecutor:
     runtime_env: dict[str, Any] | None = None  # e.g. {working_dir: ., pip: [...]} for a remote cluster
     resources: dict[str, float] = field(default_factory=dict)  # custom resources per actor, e.g. {browser: 1}
 
-    def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None]) -> list[TrialRecord]:
+    def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
+            budget: Budget | None = None) -> list[TrialRecord]:  # fmt: skip
         import ray
 
+        budget = budget or Budget()
         ensure_ray(self.address, self.local_num_cpus, self.runtime_env)
         actor_cls = ray.remote(TrialWorker).options(
             max_concurrency=self.max_concurrency,
@@ -76,9 +79,20 @@ class RayExecutor:
         )
         workers = [actor_cls.remote(self.browser_executable) for _ in range(max(1, min(self.num_workers, len(specs))))]
         pending: dict[Any, tuple[dict[str, Any], int]] = {}
-        for i, spec in enumerate(specs):
-            pending[workers[i % len(workers)].run.remote(spec)] = (spec, 0)
+        queue = list(reversed(specs))
+        # Bounded submission: the budget is checked before each trial is handed to an actor.
+        in_flight = len(workers) * self.max_concurrency
+        submitted = 0
+
+        def submit_more() -> None:
+            nonlocal submitted
+            while queue and len(pending) < in_flight and not budget.exhausted:
+                spec = queue.pop()
+                pending[workers[submitted % len(workers)].run.remote(spec)] = (spec, 0)
+                submitted += 1
+
         records: list[TrialRecord] = []
+        submit_more()
         try:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
@@ -100,6 +114,12 @@ class RayExecutor:
                         TrialStatus.INFRA_ERROR.value,
                         message=f"worker died {attempt + 1}×: {e}",
                     )
+                budget.charge(record)
+                records.append(record)
+                on_result(record)
+                submit_more()
+            for spec in reversed(queue):  # left over: the budget is spent
+                record = budget.skipped(spec)
                 records.append(record)
                 on_result(record)
         finally:

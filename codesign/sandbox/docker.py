@@ -51,6 +51,7 @@ class DockerSandbox:
     read_only_root: bool = True  # the image is read-only; only /workspace (a volume) and /tmp are writable
     docker_host: str | None = None  # None: $DOCKER_HOST, else the engine `python -m codesign.install docker` starts
     env: dict[str, str] = field(default_factory=dict)
+    hide: list[str] = field(default_factory=list)  # nothing to do: the container never sees host paths
     _client: Any = None
     _container: Any = None
     _volume: Any = None

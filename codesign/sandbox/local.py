@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from codesign._types import ExecResult
+from codesign.errors import ConfigError
 from codesign.sandbox.workspace import copy_tree
 
 # Environment variables a solver's commands may see; everything else (keys, tokens) is dropped.
@@ -73,18 +75,42 @@ class LocalSandbox:
     home: Path
     command_timeout_s: float = 120.0
     env: dict[str, str] | None = None
+    confine: bool = False  # bubblewrap: read-only root, writable workspace and home, private /tmp, hidden paths
+    network: bool = True  # False: commands get no network (bubblewrap's empty network namespace)
+    hide: list[str] = field(default_factory=list)  # host paths commands must not see (task suite, result store)
 
     def __post_init__(self) -> None:
         self.workspace = Path(self.workspace).resolve()
         self.home = Path(self.home)
         self.home.mkdir(parents=True, exist_ok=True)
 
+    def check(self) -> None:
+        if (self.confine or not self.network) and not shutil.which("bwrap"):
+            raise ConfigError("sandbox.confine / sandbox.network=false need bubblewrap (bwrap), which is not installed",
+                              "apt-get install bubblewrap, or use sandbox=docker")  # fmt: skip
+
+    def argv(self, command: str) -> list[str]:
+        if not (self.confine or not self.network):
+            return ["bash", "-c", command]
+        ws, home = str(self.workspace), str(self.home)
+        argv = ["bwrap", "--die-with-parent", "--unshare-pid", "--dev", "/dev", "--proc", "/proc"]
+        if self.confine:
+            argv = [*argv[:1], "--ro-bind", "/", "/", *argv[1:], "--tmpfs", "/tmp"]
+            for path in self.hide:  # an empty folder where the tasks and results are
+                argv += ["--tmpfs", str(Path(path).resolve())]
+            argv += ["--bind", ws, ws, "--bind", home, home]
+        else:
+            argv = [*argv[:1], "--bind", "/", "/", *argv[1:]]
+        if not self.network:
+            argv.append("--unshare-net")
+        return [*argv, "--chdir", ws, "bash", "-c", command]
+
     def execute(
         self, command: str, timeout: float | None = None, stdin: str | None = None, env: dict[str, str] | None = None
     ) -> ExecResult:
         """``env`` adds variables for this command (e.g. an agent CLI's proxy address) on top of the scrubbed set."""
         return run_in_group(
-            ["bash", "-c", command], self.workspace, scrubbed_env(self.home, {**(self.env or {}), **(env or {})}),
+            self.argv(command), self.workspace, scrubbed_env(self.home, {**(self.env or {}), **(env or {})}),
             timeout or self.command_timeout_s, stdin=stdin,
         )  # fmt: skip
 

@@ -137,6 +137,7 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
             zero_pass=(pl.col("n_pass") == 0).filter(scored).cast(pl.Float64).mean(),
             errors=pl.col("status").is_in([TrialStatus.TASK_ERROR.value, TrialStatus.INFRA_ERROR.value]).sum(),
             aborted=(pl.col("status") == TrialStatus.ABORTED.value).sum(),
+            skipped=(pl.col("status") == TrialStatus.SKIPPED.value).sum(),
             capped=pl.col("exit_status").is_in(["turn_cap", "time_cap", "cost_cap"]).sum(),
         )
         .with_columns(track_order=pl.col("track").replace_strict({"ME": 0, "RE": 1, "ALL": 2}, default=3))

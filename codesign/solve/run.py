@@ -63,7 +63,10 @@ def solve_task(
         workspace, baseline = prepare_workspace(task, scratch, node_cache)
         regime = build_regime(configs["regime"])
         recorder = SolveRecorder(trajectory, regime.limits())
-        sandbox = build_sandbox(configs["sandbox"], workspace, scratch / "home")
+        # The task folder's parent (the suite: criteria, reference solutions) and this trial's results are
+        # hidden from a confined sandbox.
+        hide = [str(task.dir.parent), str(out_dir.parent)]
+        sandbox = build_sandbox(configs["sandbox"], workspace, scratch / "home", hide)
         status, message = ExitStatus.SUBMITTED, ""
         try:
             model = build_model(configs["model"], task)

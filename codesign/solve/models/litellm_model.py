@@ -58,6 +58,7 @@ class LitellmModel:
     context_window: int | None = None  # tokens; single-shot regimes budget the prompt against it
     supports_vision: bool = True
     supports_audio: bool = False
+    stream: bool = False  # stream replies (some gateways only stream); the chunks are rebuilt into one reply
     extra: dict[str, Any] = field(default_factory=dict)  # passed to litellm.completion as-is
 
     def check(self) -> None:
@@ -87,6 +88,11 @@ class LitellmModel:
         delay = self.backoff_s
         for attempt in range(self.max_retries + 1):
             try:
+                if self.stream:
+                    chunks = list(litellm.completion(model=self.model, messages=messages, num_retries=0, stream=True,
+                                                     stream_options={"include_usage": True},
+                                                     **(self._kwargs() | kwargs)))  # fmt: skip
+                    return litellm.stream_chunk_builder(chunks, messages=messages)
                 return litellm.completion(model=self.model, messages=messages, num_retries=0,
                                           **(self._kwargs() | kwargs))  # fmt: skip
             except _retryable() as e:

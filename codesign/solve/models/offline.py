@@ -45,7 +45,13 @@ class OracleModel:
         # A quoted heredoc delimiter that cannot occur in the patch keeps the shell from touching it.
         patch = self.reference_patch if self.reference_patch.endswith("\n") else self.reference_patch + "\n"
         eof = "CODESIGN_PATCH_" + hashlib.sha256(self.reference_patch.encode()).hexdigest()[:12]
-        command = f"git apply --whitespace=nowarn <<'{eof}'\n{patch}{eof}\n"
+        # git where the sandbox has it, else POSIX patch (minimal images such as busybox).
+        target = '"${HOME:-/tmp}/.codesign-reference.patch"'
+        command = (
+            f"cat > {target} <<'{eof}'\n{patch}{eof}\n"
+            f"if command -v git >/dev/null 2>&1; then git apply --whitespace=nowarn {target}; "
+            f"else patch -p1 < {target}; fi"
+        )
         call = {
             "id": "call_oracle_1",
             "type": "function",
