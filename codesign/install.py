@@ -119,8 +119,9 @@ def busybox_image() -> str:
     if not Path("/bin/busybox").is_file():
         _run(["apt-get", "install", "-y", "-qq", "busybox-static"])
     with tempfile.TemporaryDirectory() as root:
-        for d in ("bin", "tmp", "workspace", "etc", "root"):
+        for d in ("bin", "tmp", "etc", "root", "sandbox"):
             Path(root, d).mkdir()
+        Path(root, "tmp").chmod(0o1777)
         shutil.copy2("/bin/busybox", f"{root}/bin/busybox")
         applets = subprocess.run(["/bin/busybox", "--list"], capture_output=True, text=True, check=True).stdout
         for applet in applets.split():

@@ -64,7 +64,7 @@ def test_sweep_runs_two_cells_on_an_existing_ray_cluster(tmp_path, ray_instance)
 def test_broken_task_is_reported_as_error_not_zero(tmp_path, suite_copy, ray_instance):
     root = suite_copy("me-bakery-header-mockup", "me-expense-receipt-pdf")
     (root / "me-expense-receipt-pdf" / "criteria.yaml").write_text("criteria: [unclosed\n")
-    cfg = compose_config(f"tasks.root={root}", "tracker=none", f"store.root={tmp_path / 'store'}")
+    cfg = compose_config("tasks=all", f"tasks.root={root}", "tracker=none", f"store.root={tmp_path / 'store'}")
     out = tmp_path / "run"
     out.mkdir()
     tables = run(cfg, out)
@@ -78,7 +78,13 @@ def test_broken_task_is_reported_as_error_not_zero(tmp_path, suite_copy, ray_ins
 
 def test_resume_reuses_finished_stages(tmp_path, suite_copy):
     root = suite_copy("me-bakery-header-mockup")
-    overrides = [f"tasks.root={root}", "tracker=none", "executor=inline", f"store.root={tmp_path / 'store'}"]
+    overrides = [
+        "tasks=all",
+        f"tasks.root={root}",
+        "tracker=none",
+        "executor=inline",
+        f"store.root={tmp_path / 'store'}",
+    ]
     first_dir, second_dir = tmp_path / "a", tmp_path / "b"
     first_dir.mkdir(), second_dir.mkdir()
     first = run(compose_config(*overrides), first_dir)
@@ -99,7 +105,11 @@ def test_wandb_run_closes_cleanly_when_the_run_fails(tmp_path, suite_copy):
 
     root = suite_copy("me-bakery-header-mockup")
     cfg = compose_config(
-        f"tasks.root={root}", f"store.root={tmp_path / 'store'}", "executor=inline", "+executor.no_such_option=1"
+        "tasks=all",
+        f"tasks.root={root}",
+        f"store.root={tmp_path / 'store'}",
+        "executor=inline",
+        "+executor.no_such_option=1",
     )  # the executor cannot be built: the run fails
     out = tmp_path / "run"
     out.mkdir()

@@ -85,6 +85,7 @@ class DockerSandbox:
 
     def container(self) -> Any:
         if self._container is None:
+            # /tmp is a tmpfs (Docker copies the image's /tmp permissions onto it: images need /tmp at 1777).
             # The workspace lives in a volume mounted at its parent: Docker's archive API refuses paths under a
             # read-only root that are not on a volume, and the workspace folder itself (created from the tar)
             # belongs to the sandbox user, who cannot chown (all capabilities are dropped).

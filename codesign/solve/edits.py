@@ -37,8 +37,9 @@ from codesign._protocols import Sandbox
 from codesign.sandbox.workspace import PatchError, apply_patch, changed_files
 
 _FILE = re.compile(r'<file\s+path="([^"]+)"\s*>\n?(.*?)</file>', re.S)
+# Search and replace texts lose the one newline after their opening tag and the one before their closing tag.
 _EDIT = re.compile(
-    r'<edit\s+path="([^"]+)"\s*>\s*<search>\n?(.*?)</search>\s*<replace>\n?(.*?)</replace>\s*</edit>', re.S
+    r'<edit\s+path="([^"]+)"\s*>\s*<search>\n?(.*?)\n?</search>\s*<replace>\n?(.*?)\n?</replace>\s*</edit>', re.S
 )
 _DELETE = re.compile(r'<delete\s+path="([^"]+)"\s*/>')
 _DIFF = re.compile(r"```(?:diff|patch)\n(.*?)```", re.S)

@@ -19,6 +19,19 @@ from codesign.errors import ConfigError
 _SHELL_TOOLS = {"shell": "command", "bash": "command", "Bash": "command"}
 
 
+def apply_patch_command(patch: str) -> str:
+    """A shell command that applies ``patch`` in the current folder: git where the sandbox has it, else
+    POSIX patch (minimal images such as busybox). A quoted heredoc keeps the shell off the patch text."""
+    patch = patch if patch.endswith("\n") else patch + "\n"
+    eof = "CODESIGN_PATCH_" + hashlib.sha256(patch.encode()).hexdigest()[:12]
+    target = '"${HOME:-/tmp}/.codesign-reference.patch"'
+    return (
+        f"cat > {target} <<'{eof}'\n{patch}{eof}\n"
+        f"if command -v git >/dev/null 2>&1; then git apply --whitespace=nowarn {target}; "
+        f"else patch -p1 < {target}; fi"
+    )
+
+
 def _final(text: str) -> ModelReply:
     return ModelReply({"role": "assistant", "content": text}, Usage(), 0.0, "offline")
 
@@ -42,16 +55,7 @@ class OracleModel:
         shell = next((n for n in _SHELL_TOOLS if n in names), None)
         if shell is None:
             raise ConfigError(f"the oracle needs a shell tool; this harness offers {sorted(names)}")
-        # A quoted heredoc delimiter that cannot occur in the patch keeps the shell from touching it.
-        patch = self.reference_patch if self.reference_patch.endswith("\n") else self.reference_patch + "\n"
-        eof = "CODESIGN_PATCH_" + hashlib.sha256(self.reference_patch.encode()).hexdigest()[:12]
-        # git where the sandbox has it, else POSIX patch (minimal images such as busybox).
-        target = '"${HOME:-/tmp}/.codesign-reference.patch"'
-        command = (
-            f"cat > {target} <<'{eof}'\n{patch}{eof}\n"
-            f"if command -v git >/dev/null 2>&1; then git apply --whitespace=nowarn {target}; "
-            f"else patch -p1 < {target}; fi"
-        )
+        command = apply_patch_command(self.reference_patch)
         call = {
             "id": "call_oracle_1",
             "type": "function",

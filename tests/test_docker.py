@@ -1,0 +1,94 @@
+"""The Docker sandbox on a real engine: limits enforced, workspace copied in and out, a whole trial.
+
+The engine is started by the project's own set-up (``codesign.install docker``); the tests are skipped,
+with the reason, only where no engine can be started.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from codesign import install
+from codesign.runner import run
+from codesign.sandbox.docker import DockerSandbox
+from tests.helpers import compose_config
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def image():
+    started_here = not (install.DOCKER_RUN / "dockerd.pid").is_file()
+    try:
+        install.docker()
+        name = install.busybox_image()
+    except Exception as e:  # no engine can be installed or started on this machine
+        pytest.skip(f"no Docker Engine could be started: {e}")
+    yield name
+    if started_here:
+        install.stop_docker()
+
+
+@pytest.fixture
+def sandbox(image, tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "index.html").write_text("<h1>hello</h1>\n")
+    (ws / "src" / "old.js").write_text("old\n")
+    box = DockerSandbox(ws, tmp_path / "home", image=image, memory="64m", pids_limit=64, command_timeout_s=20)
+    yield box
+    box.close()
+
+
+def test_workspace_is_copied_in_and_back(sandbox):
+    r = sandbox.execute("cat index.html && rm src/old.js && echo new > src/new.js && echo more >> index.html")
+    assert r.returncode == 0 and "<h1>hello</h1>" in r.output
+    sandbox.write_file("deep/er/file.txt", "written\n")
+    assert sandbox.read_file("deep/er/file.txt") == "written\n"
+    sandbox.close()
+    ws = sandbox.workspace
+    assert (ws / "index.html").read_text() == "<h1>hello</h1>\nmore\n"
+    assert not (ws / "src" / "old.js").exists() and (ws / "src" / "new.js").read_text() == "new\n"
+    assert (ws / "deep" / "er" / "file.txt").is_file()
+
+
+def test_limits_are_enforced(sandbox):
+    assert sandbox.execute("id -u").output.strip() == "1000"  # not root
+    assert "no network" in sandbox.execute("ip route 2>/dev/null | grep -q default || echo no network").output
+    assert sandbox.execute("wget -q -T 2 -O - http://1.1.1.1 >/dev/null 2>&1").returncode != 0
+    assert sandbox.execute("touch /etc/x").returncode != 0  # read-only root
+    oom = sandbox.execute("head -c 150000000 /dev/zero | tail -c 120000000 > /dev/null; echo rc=$?")
+    assert "rc=137" in oom.output  # killed by the 64 MB memory limit
+    forks = sandbox.execute("for i in $(seq 100); do sleep 5 & done 2>&1 | tail -1; wait")
+    assert "can't fork" in forks.output or "Resource temporarily unavailable" in forks.output
+    with pytest.raises(PermissionError):
+        sandbox.read_file("../../etc/passwd")
+
+
+def test_timeout_kills_everything_the_command_started(sandbox):
+    start = time.monotonic()
+    r = sandbox.execute("sleep 60 & sleep 60", timeout=1)
+    assert r.timed_out and r.returncode is None and time.monotonic() - start < 15
+    assert "sleep 60" not in sandbox.execute("ps").output
+    assert sandbox.execute("echo still usable").output.strip() == "still usable"
+
+
+def test_a_trial_runs_in_a_container(image, tmp_path, suite_copy):
+    """The oracle solves a task inside the container (busybox has no git: it falls back to patch)."""
+    root = suite_copy("me-bakery-header-mockup")
+    cfg = compose_config(
+        "tasks=all", f"tasks.root={root}", "sandbox=docker", f"sandbox.image={image}", "executor=inline",
+        "tracker=none", f"store.root={tmp_path / 'store'}",
+    )  # fmt: skip
+    out = tmp_path / "run"
+    out.mkdir()
+    tables = run(cfg, out)
+    row = tables["tasks"].row(0, named=True)
+    assert row["status"] == "ok" and row["exit_status"] == "submitted" and row["strict"] == 1.0, row
+    patch = next(Path(tmp_path / "store" / "trials").glob("*/patch.diff")).read_text()
+    assert '+      <p class="tagline">Fresh bread daily</p>' in patch
+    assert tables["verdicts"].filter(pl.col("verdict") != "PASS").height == 0
