@@ -38,6 +38,7 @@ class TrialStatus(StrEnum):
     INFRA_ERROR = "infra_error"  # evaluation infrastructure failed: reported, never a zero
     ABORTED = "aborted"  # the evidence audit aborted evaluation: excluded from aggregation
     SKIPPED = "skipped"  # never started (the run-wide cost budget was spent)
+    SOLVED = "solved"  # solved and stored, not evaluated in this run (stages.evaluate=false)
 
 
 @dataclass

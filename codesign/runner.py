@@ -44,6 +44,7 @@ def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]]) -> list[Tria
             node_cache=cfg.paths.node_cache,
             scratch_root=cfg.paths.scratch,
             reuse=bool(cfg.store.reuse),
+            evaluate=bool(cfg.stages.evaluate),
             cell={**cell, "seed": str(seed)},
         )
         for task_id, path in task_dirs

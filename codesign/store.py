@@ -30,8 +30,8 @@ def write_atomic(path: Path, content: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "wb") as f:
         f.write(content.encode() if isinstance(content, str) else content)
-        f.flush()
-        os.fsync(f.fileno())
+    # rename is atomic: a killed run leaves the old file or the new one, never half of one. (No fsync:
+    # surviving power loss is not worth a disk flush per trial.)
     os.replace(tmp, path)
 
 

@@ -43,6 +43,7 @@ class TrialSpec:
     node_cache: str = "~/.cache/codesign/node_modules"
     scratch_root: str | None = None
     reuse: bool = True
+    evaluate: bool = True  # false: solve and store only (grade later, e.g. with several evaluators)
     cell: dict[str, str] = field(default_factory=dict)
 
     def solve_configs(self) -> dict[str, Any]:
@@ -109,6 +110,9 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
                 {"spec": asdict(spec), "task_hash": task.content_hash, "telemetry": asdict(result.telemetry)},
             )
 
+    if not spec.evaluate:
+        record.status = TrialStatus.SOLVED.value
+        return record
     record.eval_key = eval_key = spec.eval_key(trial_key, patch)
     eval_dir = store.eval_dir(trial_key, eval_key)
     stored = read_json(eval_dir / "evaluation.json") if spec.reuse else None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,8 @@ class InlineExecutor:
                    budget: Budget) -> list[TrialRecord]:  # fmt: skip
         browser = Browser(self.browser_executable)
         gate = asyncio.Semaphore(self.max_concurrency)
+        # Solves run in threads: the default pool (cores + 4) would cap trials in flight far below the gate.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(self.max_concurrency + 4))
 
         async def one(spec: dict[str, Any]) -> TrialRecord:
             async with gate:

@@ -21,14 +21,21 @@ from codesign.execute import Budget
 class TrialWorker:
     """A Ray actor body: one shared browser, many concurrent trials."""
 
-    def __init__(self, browser_executable: str | None):
+    def __init__(self, browser_executable: str | None, max_concurrency: int = 8):
         from codesign.runtime.browser import Browser
 
         self.browser = Browser(browser_executable)
+        self.threads = max_concurrency + 4  # solves run in threads; the default pool is only cores + 4
 
     async def run(self, spec: dict[str, Any]) -> TrialRecord:
+        import asyncio
+        from concurrent.futures import ThreadPoolExecutor
+
         from codesign.trial import TrialSpec, run_trial_safely
 
+        if self.threads:  # once, on the actor's own event loop
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(self.threads))
+            self.threads = 0
         return await run_trial_safely(TrialSpec(**spec), self.browser)
 
     async def shutdown(self) -> None:
@@ -77,7 +84,8 @@ class RayExecutor:
             resources=self.resources or None,
             max_restarts=1,
         )
-        workers = [actor_cls.remote(self.browser_executable) for _ in range(max(1, min(self.num_workers, len(specs))))]
+        n = max(1, min(self.num_workers, len(specs)))
+        workers = [actor_cls.remote(self.browser_executable, self.max_concurrency) for _ in range(n)]
         pending: dict[Any, tuple[dict[str, Any], int]] = {}
         queue = list(reversed(specs))
         # Bounded submission: the budget is checked before each trial is handed to an actor.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -178,6 +179,12 @@ class ScriptedModelServer:
 class _Handler(BaseHTTPRequestHandler):
     owner: ScriptedModelServer
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and delayed
+        # ACKs add ~20-40 ms to every response.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -402,3 +409,29 @@ class _Handler(BaseHTTPRequestHandler):
         )
         events.append(("message_stop", {"type": "message_stop"}))
         self._sse(events)
+
+
+def serve_in_subprocess(policy_ref: str, latency_s: float = 0.0) -> tuple[Any, str]:
+    """Start a server in its own process (so its work does not share the caller's GIL); returns (process,
+    url). ``policy_ref`` is ``module:function``; the process prints its URL and serves until killed."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "codesign.testing.model_server", policy_ref, str(latency_s)],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http"):
+        proc.kill()
+        raise RuntimeError(f"scripted server did not start: {url!r}")
+    return proc, url
+
+
+if __name__ == "__main__":  # python -m codesign.testing.model_server module:policy [latency_s]
+    import importlib
+    import sys
+
+    module, _, name = sys.argv[1].partition(":")
+    server = ScriptedModelServer(getattr(importlib.import_module(module), name), float(sys.argv[2]))
+    server.start()
+    print(server.url, flush=True)
+    threading.Event().wait()

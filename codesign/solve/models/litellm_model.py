@@ -8,6 +8,7 @@ errors are not.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -22,8 +23,10 @@ from codesign.errors import ConfigError
 log = logging.getLogger(__name__)
 
 
+@functools.cache
 def _litellm() -> Any:
-    """Import litellm (6-8 s: only when a model is really called) and quiet its banners."""
+    """Import litellm (6-8 s: only when a model is really called) and quiet its banners. Cached: an import
+    statement takes the import lock, which 64 trial threads would otherwise queue on."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price table remotely
     import litellm
 
@@ -32,6 +35,7 @@ def _litellm() -> Any:
     return litellm
 
 
+@functools.cache
 def _retryable() -> tuple[type[Exception], ...]:
     litellm = _litellm()
     return (litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,

@@ -1,0 +1,140 @@
+"""Trial execution: framework overhead per trial, and throughput on latency-bound solving.
+
+Measured side by side in one run, with the `native` harness against the scripted model server:
+  overhead   — one trial at a time on a trivial task, the server answering at once: wall time per
+               trial for solving only (workspace, baseline, harness loop, patch, store) and for the
+               whole trial (plus build, serve, browser evidence, probes);
+  throughput — N trials (default 200), every model call taking 0.2 s, 64 trials in flight, solving
+               only; as a fraction of the reachable rate (64 trials in flight, 2 calls each:
+               N × 2 × 0.2 s / 64 seconds at best), for the Ray executor (2 actors × 32) and, as a
+               reference, the inline executor (plain asyncio in one process).
+
+    python benchmarks/solvers.py [--trials 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("CODESIGN_BENCH_KEY", "sk-bench")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the server subprocess imports this module's policy
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parent),
+                                                         os.environ.get("PYTHONPATH")]))  # fmt: skip
+
+from codesign.config import compose_cli
+from codesign.runner import run
+from codesign.testing.model_server import Reply, ServedRequest, ToolCall, serve_in_subprocess
+
+CALLS_PER_TRIAL = 2
+
+TASK_YAML = """id: {id}
+track: ME
+title: Trivial
+request: Change the heading to "Hello, world".
+labels: {{capability: [ui_transformation]}}
+"""
+CRITERIA_YAML = """criteria:
+  - id: heading
+    text: The heading reads "Hello, world".
+    kind: content
+    probe: {expect: [{text: {selector: h1, equals: "Hello, world"}}]}
+  - id: keep-paragraph
+    text: The paragraph is unchanged.
+    kind: preservation
+    preserve: true
+    probe: {expect: [{text: {selector: p, equals: "Plain page."}}]}
+"""
+PATCH = """diff --git a/index.html b/index.html
+--- a/index.html
++++ b/index.html
+@@ -1,2 +1,2 @@
+-<h1>Hello</h1>
++<h1>Hello, world</h1>
+ <p>Plain page.</p>
+"""
+
+
+def make_suite(root: Path, n: int) -> None:
+    for i in range(n):
+        task = root / f"trivial-{i:04d}"
+        (task / "app").mkdir(parents=True)
+        (task / "solution").mkdir()
+        (task / "task.yaml").write_text(TASK_YAML.format(id=task.name))
+        (task / "criteria.yaml").write_text(CRITERIA_YAML)
+        (task / "app" / "index.html").write_text("<h1>Hello</h1>\n<p>Plain page.</p>\n")
+        (task / "solution" / "solution.patch").write_text(PATCH)
+
+
+def policy(req: ServedRequest) -> Reply:
+    """Two calls per trial: an edit, then done."""
+    if req.turn == 0:
+        args = {"path": "index.html", "old_text": "<h1>Hello</h1>", "new_text": "<h1>Hello, world</h1>"}
+        return Reply("Editing.", [ToolCall("edit_file", args)])
+    return Reply("Done.")
+
+
+def cell(server_url: str, suite: Path, store: Path, *overrides: str) -> float:
+    cfg = compose_cli([
+        "model=litellm", "model.name=scripted", "model.model=openai/scripted", f"model.api_base={server_url}/v1",
+        "model.api_key_env=CODESIGN_BENCH_KEY", "tasks=all", f"tasks.root={suite}", "tracker=none",
+        f"store.root={store}", "store.reuse=false", *overrides,
+    ])  # fmt: skip
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        tables = run(cfg, Path(out))
+        elapsed = time.perf_counter() - start
+    bad = tables["tasks"].filter(tables["tasks"]["exit_status"] != "submitted")
+    assert bad.height == 0, bad.select("task_id", "exit_status", "exit_message").head(3)
+    return elapsed
+
+
+def main(trials: int) -> None:
+    import contextlib
+    import io
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        make_suite(tmp / "one", 1)
+        make_suite(tmp / "many", trials)
+        quiet = contextlib.redirect_stdout(io.StringIO())
+        instant_proc, instant = serve_in_subprocess("solvers:policy")  # a real endpoint is another process
+        with quiet:
+            if True:
+                cell(instant, tmp / "one", tmp / "s0", "executor=inline")  # warm-up: imports, browser
+                solve_only = [cell(instant, tmp / "one", tmp / f"a{i}", "executor=inline", "stages.evaluate=false")
+                              for i in range(5)]  # fmt: skip
+                whole = [cell(instant, tmp / "one", tmp / f"b{i}", "executor=inline") for i in range(5)]
+        print(f"framework overhead per trial (trivial task, instant model, 2 calls): "
+              f"solve {statistics.median(solve_only) * 1000:.0f} ms, "
+              f"solve + evaluate {statistics.median(whole) * 1000:.0f} ms (medians of 5)")  # fmt: skip
+
+        instant_proc.kill()
+        ideal = trials * CALLS_PER_TRIAL * 0.2 / 64
+        slow_proc, slow = serve_in_subprocess("solvers:policy", 0.2)
+        with quiet:
+            if True:
+                inline_s = cell(slow, tmp / "many", tmp / "inline", "executor=inline", "executor.max_concurrency=64",
+                                "stages.evaluate=false")  # fmt: skip
+                cell(slow, tmp / "one", tmp / "warm", "executor=ray", "stages.evaluate=false")  # Ray start-up
+                ray_s = cell(slow, tmp / "many", tmp / "ray", "executor=ray", "executor.num_workers=2",
+                             "executor.max_concurrency=32", "stages.evaluate=false")  # fmt: skip
+        slow_proc.kill()
+        print(f"throughput, {trials} native trials, 0.2 s per model call, 64 in flight (reachable: {ideal:.1f} s):")
+        print(f"  ray executor (2 actors x 32): {ray_s:6.1f} s = {trials / ray_s:5.1f} trials/s = "
+              f"{ideal / ray_s:.2f} of the reachable rate")  # fmt: skip
+        print(f"  inline executor (asyncio):    {inline_s:6.1f} s = {trials / inline_s:5.1f} trials/s = "
+              f"{ideal / inline_s:.2f} of the reachable rate")  # fmt: skip
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trials", type=int, default=200)
+    main(parser.parse_args().trials)
