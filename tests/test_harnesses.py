@@ -165,3 +165,20 @@ def test_cost_budget_stops_new_trials(tmp_path, capsys):
     assert "cost budget of $1.00 reached" in capsys.readouterr().err
     assert server.usage()["calls"] == 1
     assert os.environ[KEY_ENV] == "sk-scripted-test"
+
+
+def test_native_tools_show_attachments_and_the_running_app(tmp_path):
+    def looker(req: ServedRequest) -> Reply:
+        if req.turn == 0:
+            return Reply("Let me look.", [ToolCall("view_attachment", {"name": "header-mockup.png"}),
+                                          ToolCall("screenshot", {"route": "/", "viewport": "mobile"})])  # fmt: skip
+        return Reply("Seen both.")
+
+    with ScriptedModelServer(looker) as server:
+        tables = run_cell(tmp_path, server, "harness=native")
+    row = tables["tasks"].row(0, named=True)
+    assert row["exit_status"] == "submitted" and row["tools_attachment"] == 1 and row["tools_screenshot"] == 1
+    shown = server.requests[1].messages[-1]  # images follow the tool results as a user message
+    assert shown["role"] == "user" and sum(p["type"] == "image_url" for p in shown["content"]) == 2
+    tool_results = [m["content"] for m in server.requests[1].messages if m["role"] == "tool"]
+    assert any("screenshot of / at mobile" in t for t in tool_results)

@@ -84,3 +84,24 @@ def test_file_access_is_confined_to_the_workspace(tmp_path):
     assert box.read_file("sub/a.txt") == "hi"
     with pytest.raises(PermissionError):
         box.read_file("../outside.txt")
+
+
+def test_confined_sandbox_hides_tasks_and_cuts_the_network(tmp_path):
+    import shutil
+
+    if not shutil.which("bwrap"):
+        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+    secret = tmp_path / "suite"
+    secret.mkdir()
+    (secret / "criteria.yaml").write_text("hidden")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = LocalSandbox(ws, tmp_path / "home", confine=True, network=False, hide=[str(secret)])
+    out = box.execute(
+        f"ls -A {secret} | wc -l; touch made-here && echo writable; touch /usr/x 2>&1 || echo read-only; "
+        "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), 1)' 2>&1 | tail -1"
+    )
+    lines = out.output.splitlines()
+    assert lines[0].strip() == "0" and "writable" in lines[1] and "read-only" in out.output
+    assert "unreachable" in out.output.lower()
+    assert (ws / "made-here").exists()
