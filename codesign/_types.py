@@ -95,6 +95,8 @@ class CriterionVerdict:
     reason: str
     evidence_ids: list[str] = field(default_factory=list)
     failure_category: str | None = None  # missing | wrong | regressed | element_never_reached | ...
+    original_verdict: str | None = None  # the judge's verdict when a verifier changed it
+    refutation: dict[str, Any] | None = None  # the verifier's trace: refuted, reason, cited evidence
 
     @property
     def score(self) -> float:
@@ -118,6 +120,7 @@ class Evaluation:
     evidence: list[EvidenceItem] = field(default_factory=list)
     message: str = ""
     wall_s: float = 0.0
+    telemetry: dict[str, Any] = field(default_factory=dict)  # judge / verifier calls, tokens, cost
 
 
 @dataclass

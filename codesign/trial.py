@@ -77,6 +77,7 @@ def _evaluation_from(d: dict[str, Any]) -> Evaluation:
         [EvidenceItem(**e) for e in d["evidence"]],
         d.get("message", ""),
         d.get("wall_s", 0.0),
+        d.get("telemetry", {}),
     )
 
 
@@ -130,6 +131,8 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
             return record
         write_json(eval_dir / "evaluation.json", {"evaluator": spec.evaluator, **asdict(record.evaluation)})
     record.status = record.evaluation.status
+    if record.status != TrialStatus.OK:
+        record.message = record.evaluation.message
     return record
 
 

@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from typing import Any
 
 from codesign._types import CriterionVerdict, Verdict
+from codesign.build import construct
 from codesign.evaluate import probes
+from codesign.evaluate.audit import AuditViolation, audit
 from codesign.evaluate.evidence import EvidenceSession
+from codesign.evaluate.judge import (
+    BrowserTools,
+    CallStats,
+    Consultant,
+    Consultation,
+    JudgeReply,
+    VerifierReply,
+    prompt,
+    select_evidence,
+    user_message,
+)
 from codesign.tasks.loader import Task
 from codesign.tasks.schema import Criterion
 
@@ -39,3 +54,128 @@ class ProbeEvaluator:
                 return await probes.grade(c, session)
 
         return list(await asyncio.gather(*(one(c) for c in task.criteria)))
+
+
+_RANK = {"FAIL": 0, "PARTIAL": 1, "PASS": 2}
+
+
+@dataclass
+class LLMEvaluator:
+    """Judge-then-refute: a judge model grades each criterion from selected evidence (and its own browser
+    actions), a separately configured verifier challenges every PASS and PARTIAL, and the evidence audit
+    aborts the trial when a positive verdict lacks the evidence its claim needs. ``use_probes`` (hybrid)
+    grades criteria that carry a deterministic probe with the probe instead."""
+
+    judge: dict[str, Any]  # a model config (the same shape as the model group's)
+    verifier: dict[str, Any] | None = None  # null: no refutation step
+    name: str = "llm"
+    use_probes: bool = False
+    max_actions: int = 8  # browser actions per criterion, per judge or verifier
+    max_format_retries: int = 2  # malformed replies re-asked before recording an evaluator error
+    concurrency: int = 4  # criteria graded at once
+    judge_prompt: str = "judge_v1.md"
+    verifier_prompt: str = "verifier_v1.md"
+    aria: bool = True  # collect ARIA snapshots (accessibility evidence)
+    frames: list[float] = field(default_factory=lambda: [0.5, 1.5])  # timed frames after load (motion)
+    audit: bool = True
+    _stats: dict[str, CallStats] = field(default_factory=dict)
+    _errors: int = 0
+
+    def check(self) -> None:
+        for cfg in (self.judge, self.verifier):
+            model = construct(cfg) if cfg else None
+            if model is not None and hasattr(model, "check"):
+                model.check()
+
+    def evidence_options(self) -> dict[str, Any]:
+        return {"aria": self.aria, "frames": tuple(self.frames)}
+
+    def telemetry(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"evaluator_errors": self._errors}
+        for role, s in self._stats.items():
+            out |= {f"{role}_calls": s.calls, f"{role}_input_tokens": s.input_tokens,
+                    f"{role}_output_tokens": s.output_tokens, f"{role}_cost_usd": s.cost_usd,
+                    f"{role}_cost_source": s.cost_source, f"{role}_format_retries": s.format_retries}  # fmt: skip
+        for role, cfg in (("judge", self.judge), ("verifier", self.verifier)):
+            if cfg:
+                out[f"{role}_model"] = cfg.get("name")
+                out[f"{role}_temperature"] = cfg.get("temperature")
+                out[f"{role}_seed"] = cfg.get("seed")
+        return out
+
+    def _consultant(self, role: str) -> Consultant:
+        cfg = self.judge if role == "judge" else self.verifier
+        schema = JudgeReply if role == "judge" else VerifierReply
+        stats = self._stats.setdefault(role, CallStats())
+        return Consultant(construct(cfg), prompt(self.judge_prompt if role == "judge" else self.verifier_prompt),
+                          schema, stats, self.max_actions, self.max_format_retries)  # fmt: skip
+
+    async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(c: Criterion) -> CriterionVerdict:
+            async with gate:
+                if self.use_probes and c.probe is not None:
+                    return await probes.grade(c, session)
+                return await self._grade(task, c, session)
+
+        verdicts = list(await asyncio.gather(*(one(c) for c in task.criteria)))
+        problems = audit(verdicts, session.items) if self.audit else []
+        if problems:
+            raise AuditViolation(problems, verdicts)
+        return verdicts
+
+    async def _consult(self, role: str, task: Task, c: Criterion, session: EvidenceSession,
+                       extra: str = "") -> Consultation:  # fmt: skip
+        route = c.probe.route if c.probe else task.manifest.environment.routes[0]
+        viewport = c.probe.viewport if c.probe else ("mobile" if c.kind == "responsive" else "desktop")
+        tools = BrowserTools(session, f"{role}:{c.id}", route, viewport, self.max_actions)
+        try:
+            message, _ = user_message(task, c, select_evidence(c, session), session, extra)
+            return await self._consultant(role).consult(message, tools)
+        finally:
+            await tools.close()
+
+    async def _grade(self, task: Task, c: Criterion, session: EvidenceSession) -> CriterionVerdict:
+        judged = await self._consult("judge", task, c, session)
+        trace: dict[str, Any] = {"judge": judged.transcript}
+        if judged.reply is None:
+            self._errors += 1
+            verdict = CriterionVerdict(
+                c.id,
+                c.kind,
+                c.preserve,
+                Verdict.FAIL.value,
+                "judge",
+                f"evaluator error: {judged.error}",
+                judged.actions,
+                "evaluator_error",
+            )
+            session.write(f"transcripts/{c.id}.json", json.dumps(trace, default=str, indent=1))
+            return verdict
+        r = judged.reply
+        verdict = CriterionVerdict(c.id, c.kind, c.preserve, r.verdict, "judge", r.reason, list(r.evidence_ids),
+                                   None if r.verdict == "PASS" else (r.failure_category or "wrong"))  # fmt: skip
+        if self.verifier and r.verdict in ("PASS", "PARTIAL"):
+            extra = "## The judge's verdict (to challenge)\n" + json.dumps(
+                {"verdict": r.verdict, "reason": r.reason, "evidence_ids": r.evidence_ids}
+            )
+            challenged = await self._consult("verifier", task, c, session, extra)
+            trace["verifier"] = challenged.transcript
+            if challenged.reply is None:  # an unverifiable positive is not a positive
+                self._errors += 1
+                verdict.original_verdict, verdict.verdict = verdict.verdict, Verdict.FAIL.value
+                verdict.grader, verdict.failure_category = "verifier", "evaluator_error"
+                verdict.refutation = {"error": challenged.error, "actions": challenged.actions}
+            else:
+                v = challenged.reply
+                verdict.refutation = {"refuted": v.refuted, "verdict": v.verdict, "reason": v.reason,
+                                      "evidence_ids": v.evidence_ids, "actions": challenged.actions}  # fmt: skip
+                lowered = v.verdict or "FAIL"
+                if v.refuted and _RANK[lowered] < _RANK[verdict.verdict]:
+                    verdict.original_verdict, verdict.verdict = verdict.verdict, lowered
+                    verdict.grader, verdict.failure_category = "verifier", "refuted"
+                    verdict.reason = f"{verdict.reason} | refuted: {v.reason}"
+                    verdict.evidence_ids = list(dict.fromkeys([*verdict.evidence_ids, *v.evidence_ids]))
+        session.write(f"transcripts/{c.id}.json", json.dumps(trace, default=str, indent=1))
+        return verdict

@@ -22,6 +22,25 @@ _SETTLE_JS = """async () => {
 }"""
 
 
+_STATE_JS = """() => {
+  const values = Array.from(document.querySelectorAll('input, textarea, select')).map(
+    e => (e.type === 'checkbox' || e.type === 'radio') ? String(e.checked) : e.value);
+  let storage = '';
+  try { storage = JSON.stringify(Object.entries(localStorage)) + JSON.stringify(Object.entries(sessionStorage)); }
+  catch (e) {}
+  return [document.documentElement.outerHTML, values.join('\\u0001'), storage, window.scrollX + ',' + window.scrollY]
+    .join('\\u0000');
+}"""
+
+
+async def state_fingerprint(page: Any) -> dict[str, str]:
+    """What a user-visible state change would alter: URL, DOM, form values, storage, scroll position."""
+    import hashlib
+
+    raw = await page.evaluate(_STATE_JS)
+    return {"url": page.url, "state": hashlib.sha1(raw.encode()).hexdigest()[:12]}
+
+
 def slug(route: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", route).strip("_") or "root"
 
@@ -80,8 +99,10 @@ class EvidenceSession:
         await page.evaluate(_SETTLE_JS)
         return loaded
 
-    async def collect(self, routes: list[str], viewports: list[str], patch: str, build_log: str) -> None:
-        """Baseline evidence every grader can cite: diff, build log, and each route at each viewport."""
+    async def collect(self, routes: list[str], viewports: list[str], patch: str, build_log: str,
+                      aria: bool = False, frames: tuple[float, ...] = ()) -> None:  # fmt: skip
+        """Baseline evidence every grader can cite: diff, build log, and each route at each viewport;
+        optionally ARIA snapshots and timed frames (screenshots ``frames`` seconds after load, for motion)."""
         self.add(EvidenceItem("diff", "diff", path=self.write("diff.patch", patch)))
         self.add(EvidenceItem("build", "build", path=self.write("build.log", build_log)))
         for viewport in viewports:
@@ -106,6 +127,19 @@ class EvidenceSession:
                     )
                 )
                 self.add(EvidenceItem(f"network:{key}", "network", route, viewport, data=loaded.network))
+                if aria:
+                    snapshot = await loaded.page.locator("body").aria_snapshot()
+                    self.add(
+                        EvidenceItem(f"aria:{key}", "aria", route, viewport, self.write(f"{name}.aria.yaml", snapshot))
+                    )
+                if frames and viewport == viewports[0]:
+                    timed, waited = [], 0.0
+                    for t in frames:
+                        await loaded.page.wait_for_timeout(max(0.0, t - waited) * 1000)
+                        waited = t
+                        shot = await loaded.page.screenshot(type="jpeg", quality=70)
+                        timed.append((t, self.write(f"{name}@{t:.1f}s.jpg", shot)))
+                    self.add(EvidenceItem(f"frames:{route}", "frames", route, viewport, data=timed))
 
     async def close(self) -> None:
         for ctx in self._contexts.values():

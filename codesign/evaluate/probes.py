@@ -8,13 +8,12 @@ with its before/after state, so interaction verdicts rest on actions that really
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from codesign._types import CriterionVerdict, EvidenceItem, Verdict
-from codesign.evaluate.evidence import EvidenceSession, LoadedPage
+from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
 from codesign.runtime.browser import VIEWPORTS
 from codesign.tasks import probes as P
 from codesign.tasks.schema import Criterion
@@ -214,10 +213,6 @@ def _check_source(a: P.Source, session: EvidenceSession) -> Check:
     return Check(a.absent not in text, f"{a.glob!r} checked for absence of {a.absent!r}")
 
 
-async def _dom_hash(page: Any) -> str:
-    return hashlib.sha1((await page.content()).encode()).hexdigest()[:12]
-
-
 async def _perform(page: Any, name: str, s: Any, session: EvidenceSession) -> None:
     t = STEP_TIMEOUT_MS
     match name:
@@ -312,13 +307,13 @@ async def _run_steps(
     """Perform and record each step; returns a failure description if one could not be performed."""
     page = loaded.page
     for i, (name, step) in enumerate(criterion.probe.steps, start=1):
-        before = {"url": page.url, "dom": await _dom_hash(page)}
+        before = await state_fingerprint(page)
         error = None
         try:
             await _perform(page, name, step, session)
         except Exception as e:  # Playwright's TimeoutError and friends: the element was never reached
             error = str(e).splitlines()[0][:300]
-        after = {"url": page.url, "dom": await _dom_hash(page)}
+        after = await state_fingerprint(page)
         record = {
             "step": name,
             "args": step.model_dump(exclude_none=True),

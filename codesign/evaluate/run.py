@@ -12,6 +12,7 @@ from pathlib import Path
 
 from codesign._protocols import Evaluator
 from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, TrialStatus, Verdict
+from codesign.evaluate.audit import AuditViolation
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.runtime.browser import Browser
 from codesign.runtime.serve import build_app, serve
@@ -75,15 +76,20 @@ async def evaluate_patch(
             )
         with serve(workspace, env) as base_url:
             session = EvidenceSession(browser, base_url, out_dir, workspace)
+            options = evaluator.evidence_options() if hasattr(evaluator, "evidence_options") else {}
+            status, message = TrialStatus.OK.value, ""
             try:
-                await session.collect(list(env.routes), VIEWPORTS, patch, build.log)
-                verdicts = await evaluator.evaluate(task, session)
+                await session.collect(list(env.routes), VIEWPORTS, patch, build.log, **options)
+                try:
+                    verdicts = await evaluator.evaluate(task, session)
+                except AuditViolation as e:  # reported separately, left out of the scores
+                    status, message, verdicts = TrialStatus.ABORTED.value, str(e), e.verdicts
             finally:
                 await session.close()
                 session.save_index()
         (out_dir / "verdicts.json").write_text(json.dumps([asdict(v) for v in verdicts], indent=1))
-        return Evaluation(
-            TrialStatus.OK.value, verdicts, list(session.items.values()), "", round(time.monotonic() - start, 3)
-        )
+        telemetry = evaluator.telemetry() if hasattr(evaluator, "telemetry") else {}
+        wall = round(time.monotonic() - start, 3)
+        return Evaluation(status, verdicts, list(session.items.values()), message, wall, telemetry)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

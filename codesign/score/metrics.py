@@ -7,6 +7,7 @@ errored or whose evaluation was aborted are counted and shown, never averaged in
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from typing import Any
 
@@ -16,6 +17,10 @@ from codesign._types import VERDICT_SCORE, TrialRecord, TrialStatus, Verdict
 from codesign.solve.recorder import TOOL_KINDS
 
 CELL = ["model", "harness", "regime", "evaluator"]
+# Evaluator effort, per trial (LLM evaluators report it; probes cost nothing).
+EVAL_TELEMETRY = {f"{role}_{k}": t for role in ("judge", "verifier")
+                  for k, t in (("calls", pl.Int64), ("input_tokens", pl.Int64), ("output_tokens", pl.Int64),
+                               ("cost_usd", pl.Float64))} | {"evaluator_errors": pl.Int64}  # fmt: skip
 _SCORE = {v.value: s for v, s in VERDICT_SCORE.items()}
 
 
@@ -25,16 +30,10 @@ def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
         if r.evaluation is None:
             continue
         for v in r.evaluation.verdicts:
-            rows.append(
-                {
-                    **_cell(r),
-                    "trial_key": r.trial_key,
-                    "task_id": r.task_id,
-                    "track": r.track,
-                    **asdict(v),
-                    "score": _SCORE[v.verdict],
-                }
-            )
+            row = {**_cell(r), "trial_key": r.trial_key, "task_id": r.task_id, "track": r.track, **asdict(v)}
+            row["score"] = _SCORE[v.verdict]
+            row["refutation"] = json.dumps(v.refutation) if v.refutation is not None else None
+            rows.append(row)
     schema = {
         **dict.fromkeys([*CELL, "seed", "trial_key", "task_id", "track", "criterion_id", "kind"], pl.String),
         "preserve": pl.Boolean,
@@ -43,6 +42,8 @@ def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "reason": pl.String,
         "evidence_ids": pl.List(pl.String),
         "failure_category": pl.String,
+        "original_verdict": pl.String,
+        "refutation": pl.String,  # the verifier's trace as JSON
         "score": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema)
@@ -79,6 +80,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "cost_source": t.cost_source if t else None,
             "solve_s": t.wall_s if t else None,
             "eval_s": r.evaluation.wall_s if r.evaluation else None,
+            **{k: (r.evaluation.telemetry.get(k) if r.evaluation else None) for k in EVAL_TELEMETRY},
             "n_criteria": None,
             "n_pass": None,
             "n_partial": None,
@@ -114,6 +116,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "cost_source": pl.String,
         "solve_s": pl.Float64,
         "eval_s": pl.Float64,
+        **EVAL_TELEMETRY,
         "n_criteria": pl.Int64,
         "n_pass": pl.Int64,
         "n_partial": pl.Int64,

@@ -64,6 +64,8 @@ class WandbTracker:
                 "trial/cost_usd": t.cost_usd,
                 "trial/solve_s": t.wall_s,
             }
+        if record.evaluation is not None:  # judge and verifier effort, like the solver's
+            row |= {f"eval/{k}": v for k, v in record.evaluation.telemetry.items() if isinstance(v, int | float)}
         self._run.log(row)
 
     def finish(self, tables: dict[str, Any] | None, error: BaseException | None = None) -> None:

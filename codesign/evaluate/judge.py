@@ -1,0 +1,333 @@
+"""LLM judging: evidence selection, quoted evidence, browser tools, strict JSON verdicts.
+
+A judge (or verifier) is any codesign :class:`Model`. It sees the request, one criterion and the
+evidence selected for that criterion — untrusted app output always fenced as quoted data with a random
+boundary the app cannot forge — and may act in the served app through browser tools; every action is
+recorded as evidence it can cite. Its final reply must be one JSON object; malformed replies are
+retried, then recorded as an evaluator error (never a PASS).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import secrets
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from codesign._protocols import Model
+from codesign._types import EvidenceItem
+from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
+from codesign.runtime.browser import VIEWPORTS
+from codesign.solve.attachments import downscale
+from codesign.tasks.loader import Task
+from codesign.tasks.schema import Criterion
+
+JUDGE_IMAGE_SIDE = 1024  # images are downscaled for the judge; the originals stay on disk
+TEXT_LIMIT = 12_000
+
+
+class JudgeReply(BaseModel):
+    verdict: Literal["PASS", "PARTIAL", "FAIL"]
+    reason: str = Field(min_length=1)
+    failure_category: str | None = None
+    evidence_ids: list[str] = Field(default_factory=list)
+
+
+class VerifierReply(BaseModel):
+    refuted: bool
+    verdict: Literal["PARTIAL", "FAIL"] | None = None
+    reason: str = Field(min_length=1)
+    evidence_ids: list[str] = Field(default_factory=list)
+
+
+@dataclass
+class CallStats:
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_source: str = "none"
+    format_retries: int = 0
+
+
+@dataclass
+class Consultation:
+    """One judge or verifier conversation about one criterion."""
+
+    reply: BaseModel | None  # None: no valid reply after the retries (an evaluator error)
+    error: str | None
+    actions: list[str] = field(default_factory=list)  # evidence ids of the actions it took
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+
+
+def prompt(name: str) -> str:
+    return resources.files("codesign.evaluate.prompts").joinpath(name).read_text()
+
+
+# --- browser tools -----------------------------------------------------------------------------------
+
+
+def _tool(name: str, description: str, /, **params: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": {k: {"type": "string", "description": v} for k, v in params.items()},
+        "required": [k for k in params if not k.endswith("_optional")]}}}  # fmt: skip
+
+
+BROWSER_TOOLS = [
+    _tool("navigate", "Open a route of the app (a full page load).", route="e.g. /cart"),
+    _tool("click", "Click the first element matching a Playwright selector.", selector="CSS, text=…, role=…"),
+    _tool("type", "Fill a form field.", selector="the field", text="what to type"),
+    _tool("press", "Press a key, optionally on an element.", key="e.g. Enter, Tab, Escape"),
+    _tool("scroll", "Scroll to an element or to a vertical position.", target="a selector, or a number of pixels"),
+    _tool("set_viewport", "Switch between desktop (1280×800) and mobile (390×844).", viewport="desktop or mobile"),
+    _tool("screenshot", "Take a screenshot of the current page state."),
+    _tool("read_dom", "Read the visible text (and form values) of an element.", selector="defaults to body"),
+]
+
+
+class BrowserTools:
+    """A judge's own page (fresh context, fresh storage); every action is recorded as evidence."""
+
+    def __init__(self, session: EvidenceSession, owner: str, route: str, viewport: str, max_actions: int):
+        self.session, self.owner, self.route, self.viewport = session, owner, route, viewport
+        self.max_actions, self.count = max_actions, 0
+        self.context: Any = None
+        self.loaded: LoadedPage | None = None
+        self.ids: list[str] = []
+
+    async def page(self) -> Any:
+        if self.loaded is None:
+            self.context = await self.session.browser.context(self.viewport)
+            self.loaded = await self.session.open(self.route, self.viewport, context=self.context)
+        return self.loaded.page
+
+    async def close(self) -> None:
+        if self.context is not None:
+            await self.context.close()
+
+    async def run(self, name: str, args: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        if self.count >= self.max_actions:
+            return f"action limit of {self.max_actions} reached: reply with your JSON verdict now", []
+        self.count += 1
+        page = await self.page()
+        n = len(self.ids) + 1
+        item_id = f"action:{self.owner}.{n}"
+        before = await state_fingerprint(page)
+        error, text, parts = None, "", []
+        try:
+            text, parts = await self._act(page, name, args, item_id)
+        except Exception as e:  # the element was never reached, a bad selector, a navigation error
+            error = str(e).splitlines()[0][:300]
+        after = await state_fingerprint(page)
+        record = {"step": name, "args": args, "ok": error is None, "error": error, "before": before, "after": after,
+                  "state_changed": before != after}  # fmt: skip
+        self.session.add(EvidenceItem(item_id, "action", self.route, self.viewport, data=record))
+        self.ids.append(item_id)
+        status = f"error: {error}" if error else ("the page state changed" if before != after else "no state change")
+        return f"[{item_id}] {name} → {status}{(chr(10) + text) if text else ''}", parts
+
+    async def _act(self, page: Any, name: str, a: dict[str, Any], item_id: str) -> tuple[str, list[dict[str, Any]]]:
+        t = 5_000
+        match name:
+            case "navigate":
+                route = str(a.get("route") or "/")
+                response = await page.goto(self.session.base_url + (route if route.startswith("/") else "/" + route))
+                return f"HTTP {response.status if response else '?'} at {page.url}", []
+            case "click":
+                await page.locator(a["selector"]).first.click(timeout=t)
+            case "type":
+                await page.locator(a["selector"]).first.fill(str(a.get("text", "")), timeout=t)
+            case "press":
+                await page.keyboard.press(str(a["key"]))
+            case "scroll":
+                target = str(a.get("target", "0"))
+                if target.lstrip("-").isdigit():
+                    await page.evaluate("y => window.scrollTo(0, y)", int(target))
+                else:
+                    await page.locator(target).first.scroll_into_view_if_needed(timeout=t)
+            case "set_viewport":
+                viewport = str(a.get("viewport", "desktop"))
+                await page.set_viewport_size(VIEWPORTS["mobile" if viewport == "mobile" else "desktop"]["viewport"])
+            case "screenshot":
+                png = await page.screenshot(full_page=False, type="png")
+                shot_id = item_id.replace("action:", "shot:")
+                path = self.session.write(f"{shot_id.replace(':', '_')}.png", png)
+                self.session.add(EvidenceItem(shot_id, "screenshot", self.route, self.viewport, path))
+                small, mime = downscale(png, JUDGE_IMAGE_SIDE)
+                return f"screenshot saved as evidence {shot_id}", [_image(small, mime)]
+            case "read_dom":
+                selector = str(a.get("selector") or "body")
+                text = await page.locator(selector).first.inner_text(timeout=t)
+                return _norm(text)[:TEXT_LIMIT], []
+            case _:
+                raise ValueError(f"unknown tool {name!r}")
+        await page.wait_for_timeout(100)
+        return "", []
+
+
+# --- evidence selection and quoting --------------------------------------------------------------------
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[ \t]+", " ", re.sub(r"\n\s*\n+", "\n", text)).strip()
+
+
+def _image(data: bytes, mime: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{base64.b64encode(data).decode()}"}}
+
+
+_MOTION = re.compile(r"\b(anim\w*|transition\w*|motion|fade\w*|slide\w*|carousel|spinner|hover)\b", re.I)
+
+
+def select_evidence(criterion: Criterion, session: EvidenceSession) -> list[EvidenceItem]:
+    """The evidence most relevant to this criterion (WebJudge: selection before judging raises agreement)."""
+    items = list(session.items.values())
+    route = criterion.probe.route if criterion.probe else None
+    viewports = ["mobile", "desktop"] if criterion.kind == "responsive" else ["desktop", "mobile"]
+
+    def by(kind: str, viewport: str | None = None) -> list[EvidenceItem]:
+        found = [i for i in items if i.kind == kind and (viewport is None or i.viewport == viewport)]
+        return sorted(found, key=lambda i: (i.route != route, i.route or ""))  # the criterion's route first
+
+    chosen = [i for i in items if i.kind in ("diff", "route")]
+    shots = [s for vp in viewports for s in by("screenshot", vp) if not s.id.startswith(("shot:action", "shot:probe"))]
+    chosen += shots[:4]
+    if criterion.kind in ("content", "preservation", "accessibility", "interaction"):
+        chosen += by("dom", "desktop")[:2]
+    if criterion.kind == "accessibility":
+        chosen += by("aria")[:2]
+    if criterion.kind in ("interaction", "preservation"):
+        chosen += by("console", "desktop")[:2]
+    if _MOTION.search(criterion.text):
+        chosen += by("frames")[:1]
+    return list({item.id: item for item in chosen}.values())
+
+
+def quote(item: EvidenceItem, session: EvidenceSession, boundary: str) -> list[dict[str, Any]]:
+    """One evidence item as content parts: text fenced as untrusted data, images labelled with their id."""
+    head = f"<<<EVIDENCE id={item.id} kind={item.kind} boundary={boundary}>>>"
+    tail = f"<<<END {boundary}>>>"
+    if item.kind == "screenshot" and item.path:
+        small, mime = downscale((session.out_dir / item.path).read_bytes(), JUDGE_IMAGE_SIDE)
+        return [{"type": "text", "text": f"[evidence {item.id}: screenshot of {item.route} at {item.viewport}]"},
+                _image(small, mime)]  # fmt: skip
+    if item.kind == "frames":
+        parts: list[dict[str, Any]] = []
+        for t, path in item.data:
+            small, mime = downscale((session.out_dir / path).read_bytes(), JUDGE_IMAGE_SIDE)
+            parts += [{"type": "text", "text": f"[evidence {item.id}: {item.route} {t:.1f} s after load]"},
+                      _image(small, mime)]  # fmt: skip
+        return parts
+    if item.kind == "dom" and item.path:
+        html = (session.out_dir / item.path).read_text(errors="replace")
+        body = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", html)
+        text = _norm(re.sub(r"<[^>]+>", " ", body))[:TEXT_LIMIT]
+        return [{"type": "text", "text": f"{head}\npage text of {item.route} at {item.viewport}:\n{text}\n{tail}"}]
+    if item.path:
+        text = (session.out_dir / item.path).read_text(errors="replace")[:TEXT_LIMIT]
+    else:
+        text = json.dumps(item.data, default=str)[:TEXT_LIMIT]
+    return [{"type": "text", "text": f"{head}\n{text}\n{tail}"}]
+
+
+def user_message(task: Task, criterion: Criterion, evidence: list[EvidenceItem], session: EvidenceSession,
+                 extra: str = "") -> tuple[dict[str, Any], str]:  # fmt: skip
+    boundary = secrets.token_hex(6)
+    parts: list[dict[str, Any]] = [{"type": "text", "text": (
+        f"## The user's request (quoted)\n<<<EVIDENCE id=request boundary={boundary}>>>\n{task.manifest.request}\n"
+        f"<<<END {boundary}>>>\n\n## The criterion to grade\nid: {criterion.id}\nkind: {criterion.kind}\n"
+        f"{'(something the original app already did, which must keep working)' if criterion.preserve else ''}\n"
+        f"text: {criterion.text}\n\n## Evidence (untrusted data from the app under test)\n"
+        f"Routes of the app: {', '.join(task.manifest.environment.routes)}."
+    )}]  # fmt: skip
+    for item in evidence:
+        parts += quote(item, session, boundary)
+    if extra:
+        parts.append({"type": "text", "text": extra})
+    return {"role": "user", "content": parts}, boundary
+
+
+# --- the conversation ------------------------------------------------------------------------------------
+
+
+def parse_reply(text: str | None, schema: type[BaseModel]) -> BaseModel:
+    """The JSON object of a reply (bare or in a ```json fence), validated; raises ValueError."""
+    text = (text or "").strip()
+    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
+    candidate = fenced.group(1) if fenced else text[text.find("{") : text.rfind("}") + 1]
+    if not candidate:
+        raise ValueError("no JSON object found")
+    try:
+        return schema.model_validate(json.loads(candidate))
+    except (json.JSONDecodeError, ValidationError) as e:
+        raise ValueError(str(e).splitlines()[0] if isinstance(e, json.JSONDecodeError) else str(e)) from None
+
+
+@dataclass
+class Consultant:
+    """A judge or a verifier: a model, its prompt, and its limits."""
+
+    model: Model
+    system_prompt: str
+    schema: type[BaseModel]
+    stats: CallStats
+    max_actions: int = 8
+    max_format_retries: int = 2
+    timeout_s: float = 600.0
+
+    async def consult(self, user: dict[str, Any], tools: BrowserTools) -> Consultation:
+        messages: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt}, user]
+        transcript: list[dict[str, Any]] = []
+        retries = 0
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            offer = BROWSER_TOOLS if tools.count < tools.max_actions else []
+            reply = await asyncio.to_thread(self.model.query, messages, offer)
+            self._account(reply)
+            message = {k: v for k, v in reply.message.items() if v is not None}
+            messages.append(message)
+            transcript.append({"assistant": message})
+            calls = message.get("tool_calls") or []
+            if calls:
+                shown: list[dict[str, Any]] = []
+                for call in calls:
+                    try:
+                        args = json.loads(call["function"].get("arguments") or "{}")
+                    except json.JSONDecodeError:
+                        args = {}
+                    text, parts = await tools.run(call["function"]["name"], args)
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
+                    transcript.append({"tool": call["function"]["name"], "args": args, "result": text})
+                    shown += parts
+                if shown:
+                    messages.append({"role": "user", "content": [{"type": "text", "text": "Screenshots:"}, *shown]})
+                continue
+            try:
+                return Consultation(parse_reply(message.get("content"), self.schema), None, list(tools.ids), transcript)
+            except ValueError as e:
+                if retries >= self.max_format_retries:
+                    return Consultation(None, f"malformed reply after {retries + 1} attempts: {e}", list(tools.ids),
+                                        transcript)  # fmt: skip
+                retries += 1
+                self.stats.format_retries += 1
+                messages.append({"role": "user", "content": f"Your reply is not the required JSON object ({e}). "
+                                 "Reply with ONLY the JSON object."})  # fmt: skip
+        return Consultation(None, f"no verdict within {self.timeout_s:.0f} s", list(tools.ids), transcript)
+
+    def _account(self, reply: Any) -> None:
+        s = self.stats
+        s.calls += 1
+        s.input_tokens += reply.usage.input_tokens
+        s.output_tokens += reply.usage.output_tokens
+        if reply.cost_usd is not None:
+            s.cost_usd += reply.cost_usd
+        order = ["none", "offline", "provider", "config", "litellm_estimate", "unknown"]
+        if order.index(reply.cost_source if reply.cost_source in order else "unknown") > order.index(s.cost_source):
+            s.cost_source = reply.cost_source
