@@ -256,3 +256,51 @@ def unquoted(req: ServedRequest) -> str:
     for boundary in set(re.findall(r"boundary=([0-9a-f]+)>>>", text)):
         text = re.sub(rf"<<<EVIDENCE [^\n]*boundary={boundary}>>>.*?<<<END {boundary}>>>", "", text, flags=re.S)
     return text
+
+
+def test_cohen_kappa_on_a_hand_computed_example():
+    from codesign.evaluate.calibrate import cohen_kappa
+
+    # 12 items: 4 PASS/PASS, 4 PASS/FAIL, 4 FAIL/FAIL. po = 8/12, pe = 8/12·4/12 + 4/12·8/12 = 4/9.
+    a = ["PASS"] * 8 + ["FAIL"] * 4
+    b = ["PASS"] * 4 + ["FAIL"] * 8
+    assert cohen_kappa(a, b) == pytest.approx((8 / 12 - 4 / 9) / (1 - 4 / 9))  # = 0.4
+    assert cohen_kappa(a, a) == 1.0 and cohen_kappa(["PASS"], ["PASS"]) is None
+
+
+def test_calibration_reports_agreement_with_the_probes(tmp_path, monkeypatch, capsys):
+    """A judge that passes exactly the preservation criteria: right on noop, wrong on oracle's changes."""
+    from codesign.evaluate import calibrate
+
+    def preserver(req: ServedRequest) -> Reply:
+        if is_verifier(req):
+            return not_refuted()
+        text = json.dumps(req.messages)
+        keep = "must keep working" in text
+        return verdict("PASS" if keep else "FAIL", ["shot:/@desktop", "dom:/@desktop"])
+
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "suite"
+    (root).mkdir()
+    import shutil
+
+    from tests.conftest import SUITE
+
+    shutil.copytree(SUITE / "me-bakery-header-mockup", root / "me-bakery-header-mockup")
+    with ScriptedModelServer(preserver) as s:
+        monkeypatch.setenv(KEY_ENV, "sk-judge")
+        code = calibrate.main([
+            "evaluator=llm", "tasks=all", f"tasks.root={root}", "executor=inline", f"store.root={tmp_path / 'store'}",
+            "evaluator.frames=[]", *(f"evaluator.{r}.{k}={v}" for r in ("judge", "verifier") for k, v in (
+                ("name", f"scripted-{r}"), ("model", "openai/scripted"), ("api_base", s.openai_base),
+                ("api_key_env", KEY_ENV))),
+        ])  # fmt: skip
+    assert code == 0
+    table = pl.read_parquet(next(tmp_path.glob("outputs/calibrate/*/agreement.parquet")))
+    overall = table.filter(pl.col("kind") == "all").row(0, named=True)
+    # 6 criteria × 2 solvers. oracle: probes PASS all 6, judge PASS the 2 preserved → 2 agree;
+    # noop: probes PASS 2 preserved and FAIL 4 changes, judge the same → 6 agree.
+    assert overall["criteria"] == 12 and overall["accuracy"] == pytest.approx(8 / 12)
+    assert overall["kappa"] == pytest.approx(0.4) and overall["false_pass_rate"] == 0.0
+    assert "llm vs probes on 12 criteria" in capsys.readouterr().out
+    assert set(table["kind"]) >= {"all", "visual", "content", "preservation", "responsive"}
