@@ -64,7 +64,7 @@ def assert_telemetry_matches(row: dict, server: ScriptedModelServer) -> None:
     [
         ("native", "openai", ["model.stream=true"]),  # OpenAI face, streamed
         ("mini_swe_agent", "openai", []),
-        ("claude_code", "anthropic", []),  # CLI → codesign's proxy → litellm → the server's Anthropic face
+        ("claude_code", "anthropic", ["model.stream=true"]),  # CLI → proxy → litellm → Anthropic face, streamed
     ],
 )
 def test_harness_solves_a_task_end_to_end(tmp_path, harness, api, extra):
@@ -77,7 +77,7 @@ def test_harness_solves_a_task_end_to_end(tmp_path, harness, api, extra):
     assert_telemetry_matches(row, server)
     assert row["tools_shell"] >= 1
     assert all(r.api == api for r in server.requests)
-    if harness == "native":
+    if extra == ["model.stream=true"]:
         assert any(r.stream for r in server.requests)
     trajectory = next((tmp_path / "store" / "trials").glob("*/trajectory.jsonl"))
     assert "sk-scripted-test" not in trajectory.read_text()  # secrets never reach trajectories

@@ -17,6 +17,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from codesign.errors import EnvironmentSetupError
+from codesign.runtime.http import LoopbackMixin
 from codesign.sandbox.local import run_in_group
 from codesign.sandbox.workspace import cached_node_modules, hydrate_node_modules
 from codesign.tasks.schema import Environment
@@ -60,17 +61,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class _Handler(SimpleHTTPRequestHandler):
+class _Handler(LoopbackMixin, SimpleHTTPRequestHandler):
     spa_fallback = False
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and delayed
-        # ACKs add ~20-40 ms to every response.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: object) -> None:  # keep runs quiet
-        pass
 
     def send_head(self):  # type: ignore[override]
         path = Path(self.translate_path(self.path))

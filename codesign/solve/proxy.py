@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import secrets
-import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from codesign._protocols import Model
+from codesign.runtime.http import LoopbackHandler
 from codesign.solve.ended import Ended, InfraError
 from codesign.solve.recorder import SolveRecorder
 
@@ -135,18 +135,8 @@ def _error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     proxy: ModelProxy
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and delayed
-        # ACKs add ~20-40 ms to every response.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
     def do_HEAD(self) -> None:
         self.send_response(200)
@@ -157,25 +147,18 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").removeprefix("Bearer ")
         if key != self.proxy.token:
-            self._send(401, "application/json", json.dumps(_error("authentication_error", "bad key")).encode())
+            self.send_body(401, "application/json", json.dumps(_error("authentication_error", "bad key")).encode())
             return
         path = self.path.split("?")[0]
         if path.endswith("/messages/count_tokens"):
             estimate = max(1, len(json.dumps(body)) // 4)
-            self._send(200, "application/json", json.dumps({"input_tokens": estimate}).encode())
+            self.send_body(200, "application/json", json.dumps({"input_tokens": estimate}).encode())
             return
         if not path.endswith("/messages"):
-            self._send(404, "application/json", json.dumps(_error("not_found_error", path)).encode())
+            self.send_body(404, "application/json", json.dumps(_error("not_found_error", path)).encode())
             return
         status, message = self.proxy.answer(body)
         if status == 200 and body.get("stream"):
-            self._send(200, "text/event-stream", anthropic_sse(message))
+            self.send_body(200, "text/event-stream", anthropic_sse(message))
         else:
-            self._send(status, "application/json", json.dumps(message).encode())
-
-    def _send(self, status: int, ctype: str, data: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            self.send_body(status, "application/json", json.dumps(message).encode())

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from codesign._protocols import Harness, Model, Sandbox
+from codesign.solve import prompts
 from codesign.solve.attachments import content_parts
 from codesign.solve.edits import EditError, apply_edits, parse_edits
 from codesign.solve.ended import AgentError, Submitted
@@ -62,10 +62,6 @@ class Agentic:
         harness.solve(model, sandbox, task, recorder, preview)
 
 
-def _prompt(name: str) -> str:
-    return resources.files("codesign.solve.prompts").joinpath(name).read_text()
-
-
 @dataclass
 class SingleShot:
     """One model call with the request, the attachments and the app's source; the reply's edit blocks
@@ -77,8 +73,8 @@ class SingleShot:
     max_file_chars: int = 80_000  # larger files are listed but not included
     max_wall_s: float = 3600.0
     max_cost_usd: float | None = None
-    system_prompt: str = field(default_factory=lambda: _prompt("single_shot.md"))
-    task_template: str = field(default_factory=lambda: _prompt("task.md"))
+    system_prompt: str = field(default_factory=lambda: prompts.load("single_shot.md"))
+    task_template: str = field(default_factory=lambda: prompts.load("task.md"))
 
     def limits(self) -> Limits:
         return Limits(1, self.max_wall_s, self.max_cost_usd)

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from codesign.runtime.http import LoopbackHandler
+from codesign.solve.proxy import anthropic_sse
 
 
 @dataclass
@@ -176,18 +178,8 @@ class ScriptedModelServer:
         return served
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     owner: ScriptedModelServer
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's algorithm and delayed
-        # ACKs add ~20-40 ms to every response.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
     def do_HEAD(self) -> None:  # Claude Code probes the base URL first; any answer will do
         self.send_response(200 if self.path == "/" else 404)
@@ -221,7 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
         served = self.owner.answer(ServedRequest(api, path, body, bool(body.get("stream"))))
         reply = served.reply
         if reply.raw_body is not None:
-            self._send(200, "application/json", reply.raw_body.encode())
+            self.send_body(200, "application/json", reply.raw_body.encode())
         elif reply.status != 200:
             self._error(api, reply)
         elif api == "openai":
@@ -230,24 +222,15 @@ class _Handler(BaseHTTPRequestHandler):
             (self._anthropic_stream if served.request.stream else self._anthropic)(served)
 
     # --- plumbing ------------------------------------------------------------------------------------
-    def _send(self, status: int, ctype: str, data: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
     def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-        self._send(status, "application/json", json.dumps(obj).encode(), headers)
+        self.send_body(status, "application/json", json.dumps(obj).encode(), headers)
 
     def _sse(self, events: list[tuple[str | None, Any]]) -> None:
         chunks = []
         for event, data in events:
             payload = data if isinstance(data, str) else json.dumps(data)
             chunks.append((f"event: {event}\n" if event else "") + f"data: {payload}\n\n")
-        self._send(200, "text/event-stream", "".join(chunks).encode(), {"Cache-Control": "no-cache"})
+        self.send_body(200, "text/event-stream", "".join(chunks).encode(), {"Cache-Control": "no-cache"})
 
     def _error(self, api: str, reply: Reply) -> None:
         kind = {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error"}.get(
@@ -327,111 +310,18 @@ class _Handler(BaseHTTPRequestHandler):
         return {"input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
                 "cache_read_input_tokens": s.cached_tokens, "cache_creation_input_tokens": 0}  # fmt: skip
 
-    def _anthropic(self, s: Served) -> None:
-        self._json(200, {
+    def _anthropic_message(self, s: Served) -> dict[str, Any]:
+        return {
             "id": self.owner.next_id("msg_"), "type": "message", "role": "assistant", "model": s.request.model,
             "content": self._anthropic_blocks(s), "stop_sequence": None,
             "stop_reason": "tool_use" if s.reply.tool_calls else "end_turn", "usage": self._anthropic_usage(s),
-        })  # fmt: skip
+        }  # fmt: skip
+
+    def _anthropic(self, s: Served) -> None:
+        self._json(200, self._anthropic_message(s))
 
     def _anthropic_stream(self, s: Served) -> None:
-        usage = self._anthropic_usage(s)
-        start = {
-            "id": self.owner.next_id("msg_"),
-            "type": "message",
-            "role": "assistant",
-            "model": s.request.model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {**usage, "output_tokens": 1},
-        }
-        events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": start})]
-        for i, block in enumerate(self._anthropic_blocks(s)):
-            if block["type"] == "text":
-                events.append(
-                    (
-                        "content_block_start",
-                        {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
-                    )
-                )
-                text = block["text"]
-                for j in range(0, len(text), 16):
-                    events.append(
-                        (
-                            "content_block_delta",
-                            {
-                                "type": "content_block_delta",
-                                "index": i,
-                                "delta": {"type": "text_delta", "text": text[j : j + 16]},
-                            },
-                        )
-                    )
-            else:
-                events.append(
-                    (
-                        "content_block_start",
-                        {
-                            "type": "content_block_start",
-                            "index": i,
-                            "content_block": {
-                                "type": "tool_use",
-                                "id": block["id"],
-                                "name": block["name"],
-                                "input": {},
-                            },
-                        },
-                    )
-                )
-                args = json.dumps(block["input"])
-                for j in range(0, len(args), 24):
-                    events.append(
-                        (
-                            "content_block_delta",
-                            {
-                                "type": "content_block_delta",
-                                "index": i,
-                                "delta": {"type": "input_json_delta", "partial_json": args[j : j + 24]},
-                            },
-                        )
-                    )
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-        stop = "tool_use" if s.reply.tool_calls else "end_turn"
-        events.append(
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": s.output_tokens},
-                },
-            )
+        # The same encoder codesign's proxy streams with: one implementation of the event sequence.
+        self.send_body(
+            200, "text/event-stream", anthropic_sse(self._anthropic_message(s)), {"Cache-Control": "no-cache"}
         )
-        events.append(("message_stop", {"type": "message_stop"}))
-        self._sse(events)
-
-
-def serve_in_subprocess(policy_ref: str, latency_s: float = 0.0) -> tuple[Any, str]:
-    """Start a server in its own process (so its work does not share the caller's GIL); returns (process,
-    url). ``policy_ref`` is ``module:function``; the process prints its URL and serves until killed."""
-    import subprocess
-    import sys
-
-    proc = subprocess.Popen([sys.executable, "-m", "codesign.testing.model_server", policy_ref, str(latency_s)],
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http"):
-        proc.kill()
-        raise RuntimeError(f"scripted server did not start: {url!r}")
-    return proc, url
-
-
-if __name__ == "__main__":  # python -m codesign.testing.model_server module:policy [latency_s]
-    import importlib
-    import sys
-
-    module, _, name = sys.argv[1].partition(":")
-    server = ScriptedModelServer(getattr(importlib.import_module(module), name), float(sys.argv[2]))
-    server.start()
-    print(server.url, flush=True)
-    threading.Event().wait()

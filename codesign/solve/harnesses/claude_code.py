@@ -14,7 +14,6 @@ import os
 import shlex
 import subprocess
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from jinja2 import StrictUndefined, Template
 
 from codesign._protocols import Model, Sandbox
 from codesign.errors import EnvironmentSetupError
+from codesign.solve import prompts
 from codesign.solve.ended import AgentError, Submitted, TimeCapReached, TurnCapReached
 from codesign.solve.preview import Preview
 from codesign.solve.proxy import ModelProxy
@@ -60,10 +60,6 @@ def ensure_cli(version: str) -> Path:
     return exe
 
 
-def _prompt(name: str) -> str:
-    return resources.files("codesign.solve.prompts").joinpath(name).read_text()
-
-
 @dataclass
 class ClaudeCodeHarness:
     name: str = "claude_code"
@@ -71,8 +67,8 @@ class ClaudeCodeHarness:
     cli: str | None = None  # a claude binary to use instead of the pinned install
     max_api_retries: int = 2  # CLAUDE_CODE_MAX_RETRIES: the default 10 costs minutes against a dead endpoint
     extra_args: list[str] = field(default_factory=list)
-    task_template: str = field(default_factory=lambda: _prompt("task.md"))
-    instructions: str = field(default_factory=lambda: _prompt("claude_code.md"))
+    task_template: str = field(default_factory=lambda: prompts.load("task.md"))
+    instructions: str = field(default_factory=lambda: prompts.load("claude_code.md"))
 
     def check(self) -> None:
         self.executable()

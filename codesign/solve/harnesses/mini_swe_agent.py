@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from codesign._protocols import Model, ModelReply, Sandbox
+from codesign.solve import prompts
 from codesign.solve.ended import AgentError, CostCapReached, Ended, Submitted, TimeCapReached, TurnCapReached
 from codesign.solve.preview import Preview
 from codesign.solve.recorder import SolveRecorder
@@ -117,17 +117,13 @@ def _bash_tool() -> dict[str, Any]:
     return BASH_TOOL
 
 
-def _prompt(name: str) -> str:
-    return resources.files("codesign.solve.prompts").joinpath(name).read_text()
-
-
 @dataclass
 class MiniSweAgentHarness:
     name: str = "mini_swe_agent"
     config_file: str = "mini.yaml"  # mini-swe-agent's own packaged agent config (prompts, templates)
     command_timeout_s: float = 120.0
     agent: dict[str, Any] = field(default_factory=dict)  # overrides of its AgentConfig (templates, limits)
-    task_template: str = field(default_factory=lambda: _prompt("task.md"))
+    task_template: str = field(default_factory=lambda: prompts.load("task.md"))
 
     def solve(
         self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None

@@ -8,13 +8,13 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from jinja2 import StrictUndefined, Template
 
 from codesign._protocols import Model, Sandbox
+from codesign.solve import prompts
 from codesign.solve.attachments import content_parts, downscale
 from codesign.solve.ended import AgentError, Submitted
 from codesign.solve.preview import Preview, PreviewError
@@ -67,10 +67,6 @@ TOOLS = [
 ]
 
 
-def _prompt(name: str) -> str:
-    return resources.files("codesign.solve.prompts").joinpath(name).read_text()
-
-
 class ToolError(Exception):
     """A tool call the model can recover from: its message becomes the observation."""
 
@@ -107,8 +103,8 @@ class _Tools:
 @dataclass
 class NativeHarness:
     name: str = "native"
-    system_template: str = field(default_factory=lambda: _prompt("native_system.md"))
-    task_template: str = field(default_factory=lambda: _prompt("task.md"))
+    system_template: str = field(default_factory=lambda: prompts.load("native_system.md"))
+    task_template: str = field(default_factory=lambda: prompts.load("task.md"))
     max_observation_chars: int = 12_000
     max_format_errors: int = 3  # consecutive turns with unusable tool calls before giving up
 
