@@ -62,11 +62,11 @@ class Harness(Protocol):
 
 
 class Evaluator(Protocol):
-    """Grades one final workspace (already built and served at ``base_url``) against the hidden criteria."""
+    """Grades one final workspace — built, served, its evidence in ``session`` — against the hidden criteria."""
 
     name: str
 
-    async def evaluate(self, task: Task, session: Any, out_dir: Path) -> Any: ...
+    async def evaluate(self, task: Task, session: Any) -> list[Any]: ...
 
 
 class Tracker(Protocol):

@@ -38,3 +38,17 @@ def test_unknown_option_lists_valid_choices():
     assert proc.returncode != 0
     assert "Could not find 'model/nope'" in proc.stderr
     assert "oracle" in proc.stderr and "noop" in proc.stderr  # Hydra's list of available options
+
+
+def test_experiments_compose_and_declare_their_grids():
+    from codesign.config import CONF_DIR
+
+    names = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
+    assert {"main_results", "harness_sensitivity", "regime_ablation", "evaluator_sensitivity"} <= set(names)
+    for name in names:
+        proc = cli(f"experiment={name}", "--cfg", "hydra", timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert "params:" in proc.stdout
+    proc = cli("experiment=harness_sensitivity", "--cfg", "hydra", timeout=60)
+    assert "harness: native,mini_swe_agent,claude_code" in proc.stdout
+    assert compose_config("experiment=harness_sensitivity").tasks.include is None  # every task
