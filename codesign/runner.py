@@ -35,7 +35,7 @@ def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]]) -> list[Tria
             task_dir=str(path),
             task_id=task_id,
             model=plain("model"),
-            harness=plain("harness"),
+            harness=plain("harness") if uses_harness else {},  # not part of a single-shot solve's key
             regime=plain("regime"),
             sandbox=plain("sandbox"),
             evaluator=plain("evaluator"),

@@ -101,7 +101,7 @@ class SingleShot:
     def solve(
         self,
         model: Model,
-        harness: Harness,
+        harness: Harness | None,
         sandbox: Sandbox,
         task: TaskView,
         recorder: SolveRecorder,

@@ -70,7 +70,8 @@ def solve_task(
         status, message = ExitStatus.SUBMITTED, ""
         try:
             model = build_model(configs["model"], task)
-            regime.solve(model, build_harness(configs["harness"]), sandbox, task.view(), recorder, preview)
+            harness = build_harness(configs["harness"]) if configs["harness"] else None  # single-shot: none
+            regime.solve(model, harness, sandbox, task.view(), recorder, preview)
         except Ended as e:
             status, message = e.status, e.message
         except Exception as e:  # a crash in the harness/model client/sandbox is infrastructure, recorded
