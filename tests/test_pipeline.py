@@ -38,6 +38,7 @@ def test_default_run_scores_oracle_perfectly_and_logs_wandb_offline(tmp_path):
     assert list(runs[0].glob("run-*.wandb"))
     tables = {p.name.split("_")[0] for p in (runs[0] / "files" / "media" / "table").glob("*.table.json")}
     assert {"tasks", "verdicts", "summary"} <= tables
+    assert "results-" in (next(runs[0].glob("run-*.wandb")).read_bytes().decode("latin-1"))  # the artifact
 
 
 def test_sweep_runs_two_cells_on_an_existing_ray_cluster(tmp_path, ray_instance):

@@ -29,13 +29,14 @@ class WandbTracker:
     job_type: str = "solve+evaluate"
     tags: list[str] = field(default_factory=list)
     _run: Any = None
+    _out: Path | None = None
     _done: int = 0
 
     def start(self, run_name: str, group: str | None, config: dict[str, Any], out_dir: Path) -> None:
         import wandb
 
         mode = self.mode if self.mode != "auto" else ("online" if os.environ.get("WANDB_API_KEY") else "offline")
-        wandb_dir = Path(out_dir)
+        wandb_dir = self._out = Path(out_dir)
         os.environ.setdefault("WANDB_CACHE_DIR", str(wandb_dir / "wandb" / ".cache"))
         os.environ.setdefault("WANDB_SILENT", "true")
         self._run = wandb.init(
@@ -87,6 +88,19 @@ class WandbTracker:
                         "summary": _table(tables["summary"]),
                     }
                 )
+                self._log_results()
         finally:
             self._run.finish(exit_code=1 if error is not None else 0)
             self._run = None
+
+    def _log_results(self) -> None:
+        """The run's parquet tables as one artifact, so a W&B run carries everything needed to re-score."""
+        import wandb
+
+        files = [self._out / f"{name}.parquet" for name in ("verdicts", "tasks", "summary")] if self._out else []
+        files = [f for f in files if f.is_file()]
+        if files:
+            artifact = wandb.Artifact(f"results-{self._run.id}", type="results")
+            for f in files:
+                artifact.add_file(str(f))
+            self._run.log_artifact(artifact)
