@@ -9,6 +9,7 @@ from hydra.utils import get_class, get_method, instantiate
 from omegaconf import OmegaConf
 
 from codesign._protocols import Harness, Model, Sandbox
+from codesign.errors import ConfigError
 from codesign.tasks.loader import Task
 
 
@@ -52,6 +53,12 @@ def build(cfg: dict[str, Any]) -> Any:
 def preflight(cfg: Any) -> None:
     """Checks that must fail before any trial starts (a missing API key, a missing CLI or engine):
     the model, harness and sandbox classes may define ``check()``; each is built once here and checked."""
+    harness, sandbox = get_class(cfg.harness._target_), cfg.sandbox._target_.rsplit(".", 1)[-1]
+    supported = getattr(harness, "supported_sandboxes", None)
+    uses_harness = getattr(get_class(cfg.regime._target_), "uses_harness", True)
+    if supported and uses_harness and sandbox not in supported:
+        raise ConfigError(f"harness {cfg.harness.name!r} cannot run in sandbox {sandbox}",
+                          f"use a sandbox of type {', '.join(supported)} (e.g. sandbox=local or sandbox=confined)")
     for group in ("model", "harness", "sandbox", "evaluator"):
         node = cfg.get(group)
         if node is None or node.get("uses_reference") or not hasattr(get_class(node._target_), "check"):

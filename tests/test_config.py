@@ -52,3 +52,9 @@ def test_experiments_compose_and_declare_their_grids():
     proc = cli("experiment=harness_sensitivity", "--cfg", "hydra", timeout=60)
     assert "harness: native,mini_swe_agent,claude_code" in proc.stdout
     assert compose_config("experiment=harness_sensitivity").tasks.include is None  # every task
+
+
+def test_incompatible_harness_and_sandbox_fail_before_any_trial():
+    proc = cli("harness=claude_code", "sandbox=docker", "tracker=none", timeout=60)
+    assert proc.returncode != 0
+    assert "cannot run in sandbox DockerSandbox" in proc.stderr and "sandbox=local" in proc.stderr

@@ -62,6 +62,8 @@ def ensure_cli(version: str) -> Path:
 
 @dataclass
 class ClaudeCodeHarness:
+    # The CLI and its model proxy run on this machine; a container would see neither.
+    supported_sandboxes = ("LocalSandbox",)
     name: str = "claude_code"
     version: str = "2.1.197"  # pinned: the newest release that installs cleanly on Node 20
     cli: str | None = None  # a claude binary to use instead of the pinned install
