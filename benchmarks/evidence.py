@@ -52,13 +52,13 @@ async def evidence(browser: Browser, base: str, ws: Path, task, grade: bool) -> 
         return time.perf_counter() - start
 
 
-async def main(repeats: int) -> None:
+async def main(repeats: int, only: list[str] | None = None) -> None:
     node_cache = Path("~/.cache/codesign/node_modules").expanduser()
     browser = Browser()
     await browser.get()
     print(f"{'task':34} {'routes':>6} {'floor s':>8} {'evidence s':>10} {'ratio':>6} {'+probes s':>9} {'ratio':>6}")
     ratios, graded_ratios = [], []
-    for task in load_suite(bundled_suite()).tasks:
+    for task in load_suite(bundled_suite(), include=only).tasks:
         with tempfile.TemporaryDirectory() as tmp:
             ws = Path(tmp) / "ws"
             copy_tree(task.app_dir, ws)
@@ -87,4 +87,6 @@ async def main(repeats: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
-    asyncio.run(main(parser.parse_args().repeats))
+    parser.add_argument("--tasks", nargs="*", help="task ids (default: every bundled task)")
+    args = parser.parse_args()
+    asyncio.run(main(args.repeats, args.tasks))

@@ -57,8 +57,10 @@ def preflight(cfg: Any) -> None:
     supported = getattr(harness, "supported_sandboxes", None)
     uses_harness = getattr(get_class(cfg.regime._target_), "uses_harness", True)
     if supported and uses_harness and sandbox not in supported:
-        raise ConfigError(f"harness {cfg.harness.name!r} cannot run in sandbox {sandbox}",
-                          f"use a sandbox of type {', '.join(supported)} (e.g. sandbox=local or sandbox=confined)")
+        raise ConfigError(
+            f"harness {cfg.harness.name!r} cannot run in sandbox {sandbox}",
+            f"use a sandbox of type {', '.join(supported)} (e.g. sandbox=local or sandbox=confined)",
+        )
     for group in ("model", "harness", "sandbox", "evaluator"):
         node = cfg.get(group)
         if node is None or node.get("uses_reference") or not hasattr(get_class(node._target_), "check"):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import socket
-from http.server import BaseHTTPRequestHandler
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class LoopbackMixin:
@@ -31,3 +32,27 @@ class LoopbackHandler(LoopbackMixin, BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
+
+
+class LoopbackServer(ThreadingHTTPServer):
+    """A threaded server on 127.0.0.1 and a free port. The listen backlog is a class attribute because
+    ``listen()`` runs in the constructor: the default of 5 resets connections when 64 trials (or a
+    browser's parallel requests) connect at once."""
+
+    daemon_threads = True
+    request_queue_size = 256
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        super().__init__(("127.0.0.1", 0), handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def start(self, name: str) -> LoopbackServer:
+        threading.Thread(target=self.serve_forever, daemon=True, name=name).start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()

@@ -8,16 +8,15 @@ import os
 import re
 import socket
 import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 from codesign.errors import EnvironmentSetupError
-from codesign.runtime.http import LoopbackMixin
+from codesign.runtime.http import LoopbackMixin, LoopbackServer
 from codesign.sandbox.local import run_in_group
 from codesign.sandbox.workspace import cached_node_modules, hydrate_node_modules
 from codesign.tasks.schema import Environment
@@ -110,15 +109,11 @@ class _Handler(LoopbackMixin, SimpleHTTPRequestHandler):
 @contextlib.contextmanager
 def static_server(root: Path, spa_fallback: bool) -> Iterator[str]:
     handler = functools.partial(type("H", (_Handler,), {"spa_fallback": spa_fallback}), directory=str(root))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True, name="codesign-static")
-    thread.start()
+    server = LoopbackServer(handler).start("codesign-static")
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield server.url
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 @contextlib.contextmanager

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 from codesign._protocols import Model
-from codesign.runtime.http import LoopbackHandler
+from codesign.runtime.http import LoopbackHandler, LoopbackServer
 from codesign.solve.ended import Ended, InfraError
 from codesign.solve.recorder import SolveRecorder
 
@@ -59,7 +58,7 @@ class ModelProxy:
         self.ended: Ended | None = None  # set when a cap was hit or the model failed: the harness reports it
         self.calls = 0
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: LoopbackServer | None = None
         from codesign.solve.models.litellm_model import _litellm
 
         litellm = _litellm()
@@ -69,20 +68,17 @@ class ModelProxy:
 
     def __enter__(self) -> ModelProxy:
         handler = type("Handler", (_Handler,), {"proxy": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True, name="codesign-model-proxy").start()
+        self._httpd = LoopbackServer(handler).start("codesign-model-proxy")
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._httpd:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+            self._httpd.stop()
 
     @property
     def base_url(self) -> str:
         assert self._httpd
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self._httpd.url
 
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """Status and Anthropic-format body for one Messages request."""

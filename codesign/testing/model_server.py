@@ -17,10 +17,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-from codesign.runtime.http import LoopbackHandler
+from codesign.runtime.http import LoopbackHandler, LoopbackServer
 from codesign.solve.proxy import anthropic_sse
 
 
@@ -109,21 +108,17 @@ class ScriptedModelServer:
         self.requests: list[ServedRequest] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: LoopbackServer | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> ScriptedModelServer:
         handler = type("Handler", (_Handler,), {"owner": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._httpd.request_queue_size = 256
-        threading.Thread(target=self._httpd.serve_forever, daemon=True, name="scripted-model").start()
+        self._httpd = LoopbackServer(handler).start("scripted-model")
         return self
 
     def stop(self) -> None:
         if self._httpd:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+            self._httpd.stop()
             self._httpd = None
 
     def __enter__(self) -> ScriptedModelServer:
@@ -135,7 +130,7 @@ class ScriptedModelServer:
     @property
     def url(self) -> str:
         assert self._httpd, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self._httpd.url
 
     @property
     def openai_base(self) -> str:
@@ -325,3 +320,29 @@ class _Handler(LoopbackHandler):
         self.send_body(
             200, "text/event-stream", anthropic_sse(self._anthropic_message(s)), {"Cache-Control": "no-cache"}
         )
+
+
+def serve_in_subprocess(policy_ref: str, latency_s: float = 0.0) -> tuple[Any, str]:
+    """Start a server in its own process (so its work does not share the caller's GIL); returns (process,
+    url). ``policy_ref`` is ``module:function``; the process prints its URL and serves until killed."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "codesign.testing.model_server", policy_ref, str(latency_s)],
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    url = proc.stdout.readline().strip()
+    if not url.startswith("http"):
+        proc.kill()
+        raise RuntimeError(f"scripted server did not start: {url!r}")
+    return proc, url
+
+
+if __name__ == "__main__":  # python -m codesign.testing.model_server module:policy [latency_s]
+    import importlib
+    import sys
+
+    module, _, name = sys.argv[1].partition(":")
+    server = ScriptedModelServer(getattr(importlib.import_module(module), name), float(sys.argv[2]))
+    server.start()
+    print(server.url, flush=True)
+    threading.Event().wait()

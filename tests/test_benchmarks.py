@@ -1,0 +1,28 @@
+"""The benchmark scripts still run (tiny sizes; their figures are not asserted: speed lives in benchmarks/)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def bench(*args: str) -> str:
+    proc = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_evidence_benchmark_runs():
+    out = bench("benchmarks/evidence.py", "--repeats", "1", "--tasks", "me-bakery-header-mockup")
+    assert "me-bakery-header-mockup" in out and "median ratio to the floor" in out
+
+
+def test_solver_benchmark_runs():
+    out = bench("benchmarks/solvers.py", "--trials", "8")
+    assert "framework overhead per trial" in out and "of the reachable rate" in out
