@@ -95,3 +95,11 @@ def test_tool_calls_by_kind_are_columns():
     r.telemetry.tool_calls = {"edit": 3, "shell": 2}
     row = task_frame([r]).row(0, named=True)
     assert row["tool_calls"] == 5 and row["tools_edit"] == 3 and row["tools_shell"] == 2 and row["tools_media"] == 0
+
+
+def test_ungraded_criteria_count_as_fail_and_are_reported():
+    r = record("a", "RE", "PF")
+    r.evaluation.verdicts[1].failure_category = "not_gradable"
+    tasks = task_frame([r])
+    assert tasks["n_ungraded"][0] == 1 and tasks["strict"][0] == 0.5
+    assert summary_frame(tasks).filter(summary_frame(tasks)["track"] == "ALL")["ungraded"][0] == 1

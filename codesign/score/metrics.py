@@ -84,6 +84,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "n_criteria": None,
             "n_pass": None,
             "n_partial": None,
+            "n_ungraded": None,
             "strict": None,
             "graded": None,
             "full_pass": None,
@@ -91,7 +92,9 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         if r.status == TrialStatus.OK and r.evaluation and r.evaluation.verdicts:
             verdicts = [v.verdict for v in r.evaluation.verdicts]
             n, n_pass, n_partial = len(verdicts), verdicts.count(Verdict.PASS), verdicts.count(Verdict.PARTIAL)
+            ungraded = sum(v.failure_category == "not_gradable" for v in r.evaluation.verdicts)
             row |= {
+                "n_ungraded": ungraded,
                 "n_criteria": n,
                 "n_pass": n_pass,
                 "n_partial": n_partial,
@@ -120,6 +123,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "n_criteria": pl.Int64,
         "n_pass": pl.Int64,
         "n_partial": pl.Int64,
+        "n_ungraded": pl.Int64,  # criteria this evaluator cannot grade (no probe): counted as FAIL
         "strict": pl.Float64,
         "graded": pl.Float64,
         "full_pass": pl.Boolean,
@@ -144,6 +148,7 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
             aborted=(pl.col("status") == TrialStatus.ABORTED.value).sum(),
             skipped=(pl.col("status") == TrialStatus.SKIPPED.value).sum(),
             capped=pl.col("exit_status").is_in(["turn_cap", "time_cap", "cost_cap"]).sum(),
+            ungraded=pl.col("n_ungraded").filter(scored).sum(),
         )
         .with_columns(track_order=pl.col("track").replace_strict({"ME": 0, "RE": 1, "ALL": 2}, default=3))
         .sort([*CELL, "track_order"])
