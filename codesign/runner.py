@@ -16,7 +16,7 @@ from codesign._types import TrialRecord, TrialStatus
 from codesign.build import build, preflight
 from codesign.errors import ConfigError
 from codesign.execute import Budget
-from codesign.score import format_summary, summary_frame, task_frame, verdict_frame
+from codesign.score import breakdown_frame, format_summary, summary_frame, task_frame, verdict_frame
 from codesign.tasks.select import select_tasks
 from codesign.trial import TrialSpec
 
@@ -111,7 +111,8 @@ def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None
                   f"{skipped} trials were not started", file=sys.stderr)  # fmt: skip
         records = records + task_errors
         tasks = task_frame(records)
-        tables = {"verdicts": verdict_frame(records), "tasks": tasks, "summary": summary_frame(tasks)}
+        tables = {"verdicts": verdict_frame(records), "tasks": tasks, "summary": summary_frame(tasks),
+                  "breakdowns": breakdown_frame(tasks)}  # fmt: skip
         for name, frame in tables.items():
             frame.write_parquet(out_dir / f"{name}.parquet")
         print(format_summary(tables["summary"]))

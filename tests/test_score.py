@@ -103,3 +103,19 @@ def test_ungraded_criteria_count_as_fail_and_are_reported():
     tasks = task_frame([r])
     assert tasks["n_ungraded"][0] == 1 and tasks["strict"][0] == 0.5
     assert summary_frame(tasks).filter(summary_frame(tasks)["track"] == "ALL")["ungraded"][0] == 1
+
+
+def test_breakdowns_by_modality_edit_types_and_capability():
+    from codesign.score import breakdown_frame
+
+    a, b, c, d = record("a", "ME", "PP"), record("b", "ME", "PF"), record("c", "RE", "PPPF"), record("d", "RE", "FF")
+    a.labels |= {"modality": "image", "capability": ["grounded_understanding"]}
+    b.labels |= {"modality": "text", "capability": ["ui_transformation", "grounded_understanding"]}
+    c.labels |= {"n_edit_types": 1, "capability": ["functional_implementation"]}
+    d.labels |= {"n_edit_types": 4, "capability": ["functional_implementation"]}
+    rows = {(r["dimension"], r["group"]): r for r in breakdown_frame(task_frame([a, b, c, d])).iter_rows(named=True)}
+    assert rows[("modality", "image")]["strict"] == 1.0 and rows[("modality", "text")]["strict"] == 0.5
+    assert rows[("edit_types", "1-2")]["strict"] == 0.75 and rows[("edit_types", "3-4")]["zero_pass"] == 1.0
+    grounded = rows[("capability", "grounded_understanding")]
+    assert grounded["tasks"] == 2 and grounded["strict"] == pytest.approx(0.75) and grounded["full_pass"] == 0.5
+    assert rows[("capability", "functional_implementation")]["tasks"] == 2

@@ -157,6 +157,28 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
     return out
 
 
+def breakdown_frame(tasks: pl.DataFrame) -> pl.DataFrame:
+    """The paper's breakdowns, task-normalized per cell: ME by attachment modality, RE by edit-type count
+    (1-2 vs 3-4), and both tracks by capability dimension (a task counts once in each of its dimensions)."""
+    scored = tasks.filter(pl.col("status") == TrialStatus.OK.value)
+    metrics = [
+        pl.len().alias("tasks"), pl.col("strict").mean(), pl.col("graded").mean(),
+        pl.col("full_pass").cast(pl.Float64).mean(), (pl.col("n_pass") == 0).cast(pl.Float64).mean().alias("zero_pass"),
+    ]  # fmt: skip
+    parts = [
+        scored.filter(pl.col("track") == "ME").with_columns(dimension=pl.lit("modality"), group=pl.col("modality")),
+        scored.filter(pl.col("track") == "RE").with_columns(
+            dimension=pl.lit("edit_types"),
+            group=pl.when(pl.col("n_edit_types") <= 2).then(pl.lit("1-2")).otherwise(pl.lit("3-4")),
+        ),
+        scored.with_columns(dimension=pl.lit("capability"), group=pl.col("capability").str.split(",")).explode("group"),
+    ]  # fmt: skip
+    both = pl.concat(
+        [p.select([*CELL, "dimension", "group", "strict", "graded", "full_pass", "n_pass"]) for p in parts]
+    )
+    return both.group_by([*CELL, "dimension", "group"]).agg(metrics).sort([*CELL, "dimension", "group"])
+
+
 def format_summary(summary: pl.DataFrame) -> str:
     shown = summary.with_columns(pl.col(c).round(3) for c in ("strict", "graded", "full_pass", "zero_pass"))
     with pl.Config(

@@ -86,6 +86,7 @@ class WandbTracker:
                         "tasks": _table(tables["tasks"]),
                         "verdicts": _table(tables["verdicts"]),
                         "summary": _table(tables["summary"]),
+                        "breakdowns": _table(tables["breakdowns"]),
                     }
                 )
                 self._log_results()
@@ -97,7 +98,11 @@ class WandbTracker:
         """The run's parquet tables as one artifact, so a W&B run carries everything needed to re-score."""
         import wandb
 
-        files = [self._out / f"{name}.parquet" for name in ("verdicts", "tasks", "summary")] if self._out else []
+        files = (
+            [self._out / f"{name}.parquet" for name in ("verdicts", "tasks", "summary", "breakdowns")]
+            if self._out
+            else []
+        )
         files = [f for f in files if f.is_file()]
         if files:
             artifact = wandb.Artifact(f"results-{self._run.id}", type="results")
