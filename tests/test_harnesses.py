@@ -112,10 +112,10 @@ def test_single_shot_unappliable_edit_is_recorded_not_applied(tmp_path):
     assert row["status"] == "ok"  # scored on the (unchanged) final workspace
 
 
-@pytest.mark.parametrize("harness", ["native", "claude_code"])
+@pytest.mark.parametrize("harness", ["native", "mini_swe_agent", "claude_code"])
 def test_turn_cap_stops_the_solve(tmp_path, harness):
     def busy(req: ServedRequest) -> Reply:
-        shell = next((n for n in ("shell", "Bash") if n in req.tool_names), None)
+        shell = next((n for n in ("shell", "bash", "Bash") if n in req.tool_names), None)
         return Reply("Still looking.", [ToolCall(shell, {"command": "ls"})]) if shell else Reply("ok")
 
     with ScriptedModelServer(busy) as server:

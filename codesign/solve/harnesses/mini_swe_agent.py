@@ -18,7 +18,7 @@ import yaml
 
 from codesign._protocols import Model, ModelReply, Sandbox
 from codesign.solve import prompts
-from codesign.solve.ended import AgentError, CostCapReached, Ended, Submitted, TimeCapReached, TurnCapReached
+from codesign.solve.ended import AgentError, CostCapReached, Submitted, TimeCapReached, TurnCapReached
 from codesign.solve.preview import Preview
 from codesign.solve.recorder import SolveRecorder
 from codesign.tasks.loader import TaskView
@@ -143,17 +143,8 @@ class MiniSweAgentHarness:
             _routed_model(model, recorder), _SandboxEnvironment(sandbox, recorder, self.command_timeout_s), **agent_cfg
         )
         recorder.log("prompt", messages=[{"role": "user", "content": request}])
-        try:
-            result = agent.run(request)
-        except Ended:
-            raise
-        except Exception as e:
-            cause = e.__cause__ or e.__context__
-            if isinstance(cause, Ended):
-                raise cause from None
-            raise
-        status = result.get("exit_status", "") if isinstance(result, dict) else str(result)
-        message = str(result.get("submission", "")) if isinstance(result, dict) else ""
+        result = agent.run(request)  # a cap hit at the model boundary propagates as our own Ended
+        status, message = str(result.get("exit_status", "")), str(result.get("submission", ""))
         recorder.log("mini_swe_agent_exit", exit_status=status)
         if status == "Submitted":
             raise Submitted(message)
