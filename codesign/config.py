@@ -16,7 +16,7 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("codesign.suite", lambda: str(bundled_suite()))
 
 
-def compose_cli(argv: list[str], default_overrides: list[str] | None = None):
+def compose_cli(argv: list[str], default_overrides: list[str] | None = None, return_hydra: bool = False):
     """Compose the main config from ``key=value`` overrides, for helper commands that are not Hydra apps
     (no output folder, no logging set-up). Later overrides win over ``default_overrides``."""
     from hydra import compose, initialize_config_dir
@@ -28,4 +28,4 @@ def compose_cli(argv: list[str], default_overrides: list[str] | None = None):
     given = {a.split("=", 1)[0] for a in argv}
     overrides = [o for o in default_overrides or [] if o.split("=", 1)[0] not in given] + list(argv)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides)
+        return compose(config_name="config", overrides=overrides, return_hydra_config=return_hydra)

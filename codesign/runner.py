@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]]) -> list[Tria
     ]
 
 
-def _progress(total: int):
+def _progress(total: int, prefix: bool):
     done = 0
     start = time.monotonic()
 
@@ -61,23 +61,32 @@ def _progress(total: int):
         done += 1
         verdicts = record.evaluation.verdicts if record.evaluation else []
         n_pass = sum(v.verdict == "PASS" for v in verdicts)
-        what = (
-            f"{n_pass}/{len(verdicts)} PASS"
-            if record.status == TrialStatus.OK
-            else f"{record.status}: {record.message}"
-        )
+        ok = record.status == TrialStatus.OK
+        what = f"{n_pass}/{len(verdicts)} PASS" if ok else f"{record.status}: {record.message}"
         reused = "+".join(k for k, v in record.cached.items() if v)
-        print(
-            f"[{done}/{total} {time.monotonic() - start:5.1f}s] {record.task_id} {what}"
-            + (f" (reused {reused})" if reused else ""),
-            flush=True,
-        )
+        where = f"{record.cell.get('run')}: " if prefix else ""
+        print(f"[{done}/{total} {time.monotonic() - start:5.1f}s] {where}{record.task_id} {what}"
+              + (f" (reused {reused})" if reused else ""), flush=True)  # fmt: skip
 
     return report
 
 
-def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None = None) -> dict[str, Any]:
-    """Run one cell over the selected tasks; write parquet tables to ``out_dir``; return the tables."""
+@dataclass
+class Cell:
+    """One cell of a run (one Hydra job): its config, its trials, and where its results go."""
+
+    cfg: DictConfig
+    out_dir: Path
+    name: str
+    group: str | None
+    specs: list[TrialSpec]
+    task_errors: list[TrialRecord]
+    tracker: Any = None
+    records: list[TrialRecord] = field(default_factory=list)
+
+
+def prepare(cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None = None) -> Cell:
+    """Select the tasks, check what must hold before any trial starts, and build the cell's trial specs."""
     selection = select_tasks(cfg.tasks)
     if not selection.tasks and not selection.errors:
         raise ConfigError(
@@ -86,39 +95,61 @@ def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None
         )
     preflight(cfg)
     specs = trial_specs(cfg, [(t.id, t.dir) for t in selection.tasks])
-    task_errors = [
-        TrialRecord(
-            "", None, e.task_id, "?", specs[0].cell if specs else {}, {}, TrialStatus.TASK_ERROR.value, message=str(e)
-        )
-        for e in selection.errors
-    ]
+    for spec in specs:
+        spec.cell["run"] = name  # routes each streamed record back to its cell
+    cell_keys = {**(specs[0].cell if specs else {}), "run": name}
+    errors = [TrialRecord("", None, e.task_id, "?", cell_keys, {}, TrialStatus.TASK_ERROR.value, message=str(e))
+              for e in selection.errors]  # fmt: skip
     for e in selection.errors:
         print(f"task error: {e}", file=sys.stderr)
-    tracker = build(cfg.tracker)
-    tracker.start(run_name, group, OmegaConf.to_container(cfg, resolve=True), out_dir)
+    return Cell(cfg, out_dir, name, group, specs, errors)
+
+
+def run_cells(cells: list[Cell]) -> list[dict[str, Any]]:
+    """Run the trials of every cell in one executor pool (the first cell's executor and budget), streaming
+    each record to its cell's tracker; then score and write each cell's tables."""
+    by_name = {c.name: c for c in cells}
+    for c in cells:
+        c.tracker = build(c.cfg.tracker)
+        c.tracker.start(c.name, c.group, OmegaConf.to_container(c.cfg, resolve=True), c.out_dir)
     try:
-        report = _progress(len(specs))
+        specs = [asdict(s) for c in cells for s in c.specs]
+        report = _progress(len(specs), prefix=len(cells) > 1)
 
         def on_result(record: TrialRecord) -> None:
             report(record)
-            tracker.log_trial(record)
+            cell = by_name[record.cell["run"]]
+            cell.records.append(record)
+            cell.tracker.log_trial(record)
 
-        budget = Budget(cfg.budget.max_cost_usd)
-        records = build(cfg.executor).run([asdict(s) for s in specs], on_result, budget) if specs else []
+        budget = Budget(cells[0].cfg.budget.max_cost_usd)
+        records = build(cells[0].cfg.executor).run(specs, on_result, budget) if specs else []
         skipped = sum(r.status == TrialStatus.SKIPPED for r in records)
         if skipped:
             print(f"cost budget of ${budget.max_cost_usd:.2f} reached (spent ${budget.spent_usd:.4f}): "
                   f"{skipped} trials were not started", file=sys.stderr)  # fmt: skip
-        records = records + task_errors
-        tasks = task_frame(records)
-        tables = {"verdicts": verdict_frame(records), "tasks": tasks, "summary": summary_frame(tasks),
-                  "breakdowns": breakdown_frame(tasks)}  # fmt: skip
-        for name, frame in tables.items():
-            frame.write_parquet(out_dir / f"{name}.parquet")
-        print(format_summary(tables["summary"]))
-        print(f"results: {out_dir}")
+        return [_conclude(c) for c in cells]
     except BaseException as e:
-        tracker.finish(None, e)
+        for c in cells:
+            if c.tracker is not None:
+                c.tracker.finish(None, e)
         raise
-    tracker.finish(tables)
+
+
+def _conclude(cell: Cell) -> dict[str, Any]:
+    records = cell.records + cell.task_errors
+    tasks = task_frame(records)
+    tables = {"verdicts": verdict_frame(records), "tasks": tasks, "summary": summary_frame(tasks),
+              "breakdowns": breakdown_frame(tasks)}  # fmt: skip
+    for name, frame in tables.items():
+        frame.write_parquet(cell.out_dir / f"{name}.parquet")
+    print(format_summary(tables["summary"]))
+    print(f"results: {cell.out_dir}")
+    cell.tracker.finish(tables)
+    cell.tracker = None
     return tables
+
+
+def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None = None) -> dict[str, Any]:
+    """Run one cell over the selected tasks; write parquet tables to ``out_dir``; return the tables."""
+    return run_cells([prepare(cfg, out_dir, run_name, group)])[0]

@@ -50,6 +50,7 @@ class WandbTracker:
             mode=mode,
             tags=self.tags,
             settings=wandb.Settings(console="off", x_disable_stats=True),
+            reinit="create_new",  # a pooled sweep keeps one run per cell open at once
         )
 
     def log_trial(self, record: TrialRecord) -> None:
