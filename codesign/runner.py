@@ -18,6 +18,7 @@ from codesign.errors import ConfigError
 from codesign.execute import Budget
 from codesign.score import breakdown_frame, format_summary, summary_frame, task_frame, verdict_frame
 from codesign.tasks.select import select_tasks
+from codesign.track.report import write_report
 from codesign.trial import TrialSpec
 
 
@@ -143,8 +144,10 @@ def _conclude(cell: Cell) -> dict[str, Any]:
               "breakdowns": breakdown_frame(tasks)}  # fmt: skip
     for name, frame in tables.items():
         frame.write_parquet(cell.out_dir / f"{name}.parquet")
+    store = Path(cell.cfg.store.root).expanduser().resolve()
+    write_report(cell.out_dir, tables, records, store, title=f"codesign · {cell.name}")
     print(format_summary(tables["summary"]))
-    print(f"results: {cell.out_dir}")
+    print(f"results: {cell.out_dir} (report.html)")
     cell.tracker.finish(tables)
     cell.tracker = None
     return tables

@@ -30,8 +30,10 @@ def test_default_run_scores_oracle_perfectly_and_logs_wandb_offline(tmp_path):
     tasks = _scores(tmp_path / "run")
     assert tasks["status"].unique().to_list() == ["ok"] and tasks["strict"].to_list() == [1.0] * tasks.height
     assert set(tasks["track"]) == {"ME", "RE"}
-    for name in ("verdicts", "tasks", "summary"):
+    for name in ("verdicts", "tasks", "summary", "breakdowns"):
         assert (tmp_path / "run" / f"{name}.parquet").is_file()
+    report = (tmp_path / "run" / "report.html").read_text()  # self-contained: screenshots embedded
+    assert "me-bakery-header-mockup" in report and "data:image/jpeg;base64," in report and 'class="PASS"' in report
     # W&B offline: a run file and the logged tables, and no network needed.
     runs = list((tmp_path / "run" / "wandb").glob("offline-run-*"))
     assert len(runs) == 1

@@ -99,11 +99,8 @@ class WandbTracker:
         """The run's parquet tables as one artifact, so a W&B run carries everything needed to re-score."""
         import wandb
 
-        files = (
-            [self._out / f"{name}.parquet" for name in ("verdicts", "tasks", "summary", "breakdowns")]
-            if self._out
-            else []
-        )
+        names = ("verdicts.parquet", "tasks.parquet", "summary.parquet", "breakdowns.parquet", "report.html")
+        files = [self._out / name for name in names] if self._out else []
         files = [f for f in files if f.is_file()]
         if files:
             artifact = wandb.Artifact(f"results-{self._run.id}", type="results")

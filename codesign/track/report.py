@@ -1,0 +1,88 @@
+"""A self-contained HTML report of one run: scores, breakdowns, and every trial's verdicts with evidence.
+
+Screenshots are embedded (downscaled), so the file can be mailed or attached to a W&B run as is.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from jinja2 import Environment, select_autoescape
+
+from codesign._types import TrialRecord
+
+
+def _html_table(frame: pl.DataFrame) -> str:
+    head = "".join(f"<th>{c}</th>" for c in frame.columns)
+    rows = []
+    for row in frame.iter_rows():
+        cells = []
+        for v in row:
+            if isinstance(v, float):
+                cells.append(f'<td class="num">{v:.3f}</td>')
+            elif isinstance(v, int) and not isinstance(v, bool):
+                cells.append(f'<td class="num">{v}</td>')
+            else:
+                cells.append(f"<td>{'' if v is None else _escape(str(v))}</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _thumbnail(path: Path) -> str | None:
+    from PIL import Image
+
+    if not path.is_file():
+        return None
+    with Image.open(path) as img:
+        img = img.convert("RGB")
+        img.thumbnail((640, 1200))
+        buf = io.BytesIO()
+        img.save(buf, format="JPEG", quality=72)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[TrialRecord], store_root: Path,
+                 title: str) -> Path:  # fmt: skip
+    trials: list[dict[str, Any]] = []
+    for r in sorted(records, key=lambda r: (r.task_id, str(r.cell))):
+        verdicts = r.evaluation.verdicts if r.evaluation else []
+        evidence = r.evaluation.evidence if r.evaluation else []
+        shot = next((e for e in evidence if e.kind == "screenshot" and e.id.startswith("shot:/")
+                     and e.viewport == "desktop"), None)  # fmt: skip
+        image = None
+        if shot is not None and shot.path and r.eval_key:
+            image = _thumbnail(store_root / "trials" / r.trial_key / "evals" / r.eval_key / shot.path)
+        n_pass = sum(v.verdict == "PASS" for v in verdicts)
+        t = r.telemetry
+        trials.append({
+            "task_id": r.task_id,
+            "cell": " · ".join(f"{k}={v}" for k, v in r.cell.items() if k != "run"),
+            "headline": f"{n_pass}/{len(verdicts)} PASS" if r.status == "ok" else f"{r.status}: {r.message[:200]}",
+            "verdicts": verdicts, "image": image,
+            "telemetry": (f"exit {t.exit_status} · {t.turns} turns · {sum(t.tool_calls.values())} tool calls · "
+                          f"{t.input_tokens + t.output_tokens} tokens · ${t.cost_usd:.4f} ({t.cost_source}) · "
+                          f"{t.wall_s:.1f} s") if t else "",
+        })  # fmt: skip
+    env = Environment(autoescape=select_autoescape(default=True))
+    summary = tables["summary"]
+    breakdowns = _html_table(tables["breakdowns"]) if tables["breakdowns"].height else ""
+    template = resources.files("codesign.track").joinpath("templates/report.html").read_text()
+    html = env.from_string(template).render(
+        title=title,
+        subtitle=f"{len(records)} trials · {summary.height} score rows",
+        trials=trials,
+        summary=_html_table(summary),
+        breakdowns=breakdowns,
+    )
+    path = out_dir / "report.html"
+    path.write_text(html)
+    return path
