@@ -138,6 +138,7 @@ class TrialRecord:
     evaluation: Evaluation | None = None
     message: str = ""
     cached: dict[str, bool] = field(default_factory=dict)  # stage -> reused from the store
+    attribution: dict[str, Any] | None = None  # why a low-scoring trial scored low (raw scores unchanged)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

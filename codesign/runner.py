@@ -16,7 +16,7 @@ from codesign._types import TrialRecord, TrialStatus
 from codesign.build import build, preflight
 from codesign.errors import ConfigError
 from codesign.execute import Budget
-from codesign.score import breakdown_frame, format_summary, summary_frame, task_frame, verdict_frame
+from codesign.score import adjusted_frame, breakdown_frame, format_summary, summary_frame, task_frame, verdict_frame
 from codesign.tasks.select import select_tasks
 from codesign.track.report import write_report
 from codesign.trial import TrialSpec
@@ -46,6 +46,7 @@ def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]]) -> list[Tria
             scratch_root=cfg.paths.scratch,
             reuse=bool(cfg.store.reuse),
             evaluate=bool(cfg.stages.evaluate),
+            attribution_below=cfg.attribution.below,
             cell={**cell, "seed": str(seed)},
         )
         for task_id, path in task_dirs
@@ -141,7 +142,7 @@ def _conclude(cell: Cell) -> dict[str, Any]:
     records = cell.records + cell.task_errors
     tasks = task_frame(records)
     tables = {"verdicts": verdict_frame(records), "tasks": tasks, "summary": summary_frame(tasks),
-              "breakdowns": breakdown_frame(tasks)}  # fmt: skip
+              "breakdowns": breakdown_frame(tasks), "adjusted": adjusted_frame(tasks)}  # fmt: skip
     for name, frame in tables.items():
         frame.write_parquet(cell.out_dir / f"{name}.parquet")
     store = Path(cell.cfg.store.root).expanduser().resolve()

@@ -19,6 +19,7 @@ from codesign._types import (
 )
 from codesign.build import build_evaluator
 from codesign.errors import TaskError
+from codesign.evaluate.attribution import classify, task_gate
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
 from codesign.solve.preview import Preview
@@ -44,6 +45,7 @@ class TrialSpec:
     scratch_root: str | None = None
     reuse: bool = True
     evaluate: bool = True  # false: solve and store only (grade later, e.g. with several evaluators)
+    attribution_below: float | None = 0.5  # diagnose trials whose strict score is below this (None: never)
     cell: dict[str, str] = field(default_factory=dict)
 
     def solve_configs(self) -> dict[str, Any]:
@@ -133,6 +135,11 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
     record.status = record.evaluation.status
     if record.status != TrialStatus.OK:
         record.message = record.evaluation.message
+    verdicts = record.evaluation.verdicts
+    strict = sum(v.verdict == "PASS" for v in verdicts) / len(verdicts) if verdicts else 0.0
+    if record.status == TrialStatus.OK and spec.attribution_below is not None and strict < spec.attribution_below:
+        gate = await task_gate(task, browser, node_cache, store.root)
+        record.attribution = classify(record, gate)
     return record
 
 

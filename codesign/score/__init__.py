@@ -1,5 +1,12 @@
 """Scores: verdict rows → per-task scores → task-normalized summaries (the paper's metrics)."""
 
-from codesign.score.metrics import breakdown_frame, format_summary, summary_frame, task_frame, verdict_frame
+from codesign.score.metrics import (
+    adjusted_frame,
+    breakdown_frame,
+    format_summary,
+    summary_frame,
+    task_frame,
+    verdict_frame,
+)
 
-__all__ = ["breakdown_frame", "format_summary", "summary_frame", "task_frame", "verdict_frame"]
+__all__ = ["adjusted_frame", "breakdown_frame", "format_summary", "summary_frame", "task_frame", "verdict_frame"]

@@ -81,6 +81,8 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "solve_s": t.wall_s if t else None,
             "eval_s": r.evaluation.wall_s if r.evaluation else None,
             **{k: (r.evaluation.telemetry.get(k) if r.evaluation else None) for k in EVAL_TELEMETRY},
+            "attribution": (r.attribution or {}).get("category"),
+            "attribution_reason": (r.attribution or {}).get("reason"),
             "n_criteria": None,
             "n_pass": None,
             "n_partial": None,
@@ -120,6 +122,8 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "solve_s": pl.Float64,
         "eval_s": pl.Float64,
         **EVAL_TELEMETRY,
+        "attribution": pl.String,
+        "attribution_reason": pl.String,
         "n_criteria": pl.Int64,
         "n_pass": pl.Int64,
         "n_partial": pl.Int64,
@@ -155,6 +159,23 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
         .drop("track_order")
     )
     return out
+
+
+# Low scores the solver is not to blame for: left out of the environment-adjusted scores.
+NOT_THE_SOLVER = ("starting_artifact_defect", "environment_blockage")
+
+
+def adjusted_frame(tasks: pl.DataFrame) -> pl.DataFrame:
+    """Environment-adjusted scores (kept apart from the raw ones): the summary without trials whose low
+    score was attributed to a defective task or to a blocked environment, with how many were left out."""
+    excluded = pl.col("attribution").is_in(list(NOT_THE_SOLVER)).fill_null(False)
+    marked = tasks.with_columns(status=pl.when(excluded).then(pl.lit("left_out")).otherwise(pl.col("status")))
+    left_out = (
+        pl.concat([marked.filter(pl.col("track").is_in(["ME", "RE"])), marked.with_columns(track=pl.lit("ALL"))])
+        .group_by([*CELL, "track"])
+        .agg(left_out=(pl.col("status") == "left_out").sum())
+    )
+    return summary_frame(marked).join(left_out, on=[*CELL, "track"], how="left")
 
 
 def breakdown_frame(tasks: pl.DataFrame) -> pl.DataFrame:

@@ -67,7 +67,7 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
             "task_id": r.task_id,
             "cell": " · ".join(f"{k}={v}" for k, v in r.cell.items() if k != "run"),
             "headline": f"{n_pass}/{len(verdicts)} PASS" if r.status == "ok" else f"{r.status}: {r.message[:200]}",
-            "verdicts": verdicts, "image": image,
+            "verdicts": verdicts, "image": image, "attribution": r.attribution,
             "telemetry": (f"exit {t.exit_status} · {t.turns} turns · {sum(t.tool_calls.values())} tool calls · "
                           f"{t.input_tokens + t.output_tokens} tokens · ${t.cost_usd:.4f} ({t.cost_source}) · "
                           f"{t.wall_s:.1f} s") if t else "",
@@ -75,6 +75,8 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
     env = Environment(autoescape=select_autoescape(default=True))
     summary = tables["summary"]
     breakdowns = _html_table(tables["breakdowns"]) if tables["breakdowns"].height else ""
+    adjusted = tables.get("adjusted")
+    adjusted_html = _html_table(adjusted) if adjusted is not None and adjusted["left_out"].sum() else ""
     template = resources.files("codesign.track").joinpath("templates/report.html").read_text()
     html = env.from_string(template).render(
         title=title,
@@ -82,6 +84,7 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
         trials=trials,
         summary=_html_table(summary),
         breakdowns=breakdowns,
+        adjusted=adjusted_html,
     )
     path = out_dir / "report.html"
     path.write_text(html)

@@ -88,6 +88,7 @@ class WandbTracker:
                         "verdicts": _table(tables["verdicts"]),
                         "summary": _table(tables["summary"]),
                         "breakdowns": _table(tables["breakdowns"]),
+                        "adjusted": _table(tables["adjusted"]),
                     }
                 )
                 self._log_results()
@@ -99,7 +100,14 @@ class WandbTracker:
         """The run's parquet tables as one artifact, so a W&B run carries everything needed to re-score."""
         import wandb
 
-        names = ("verdicts.parquet", "tasks.parquet", "summary.parquet", "breakdowns.parquet", "report.html")
+        names = (
+            "verdicts.parquet",
+            "tasks.parquet",
+            "summary.parquet",
+            "breakdowns.parquet",
+            "adjusted.parquet",
+            "report.html",
+        )
         files = [self._out / name for name in names] if self._out else []
         files = [f for f in files if f.is_file()]
         if files:

@@ -1,0 +1,69 @@
+"""Conditional failure attribution (the paper's §4.2 and J.1): why did a low-scoring trial score low?
+
+Only trials below a threshold are diagnosed, and raw scores never change. The task itself is checked
+first — the untouched app must start (build, serve, render) and the reference patch must pass — with
+the gate of ``codesign.evaluate.gate``, run once per task version and cached in the store. Then:
+
+- ``starting_artifact_defect``: the task's baseline does not start, or its reference does not pass;
+- ``environment_blockage``: the solve ended on infrastructure (an infrastructure error or the wall-time
+  cap, as the paper records timeouts) with nothing achieved;
+- ``mixed``: such an infrastructure ending, but with some criteria met;
+- ``model_limitation``: a sound task and a solve that ended on its own terms.
+
+Environment-adjusted scores leave out the first two kinds (see ``codesign.score.adjusted_frame``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from codesign._types import ExitStatus, TrialRecord
+from codesign.evaluate.gate import validate_task
+from codesign.runtime.browser import Browser
+from codesign.store import read_json, write_json
+from codesign.tasks.loader import Task
+
+_locks: dict[str, asyncio.Lock] = {}
+
+
+async def task_gate(task: Task, browser: Browser, node_cache: Path, store_root: Path) -> dict[str, Any]:
+    """The gate's verdict on this version of the task, computed once and kept in the store."""
+    folder = store_root / "tasks" / task.content_hash[:16]
+    lock = _locks.setdefault(folder.name, asyncio.Lock())
+    async with lock:  # concurrent trials of one task gate it once
+        cached = read_json(folder / "gate.json")
+        if cached is not None:
+            return cached
+        report = await validate_task(task, browser, node_cache, folder)
+        gate = {
+            "startable": all(report.steps.get(s) == "ok" for s in ("integrity", "install_build", "launch_render")),
+            "solvable": report.steps.get("solvability") == "ok",
+            "steps": report.steps,
+        }
+        write_json(folder / "gate.json", gate)
+        return gate
+
+
+def classify(record: TrialRecord, gate: dict[str, Any]) -> dict[str, Any]:
+    verdicts = record.evaluation.verdicts if record.evaluation else []
+    n_pass = sum(v.verdict == "PASS" for v in verdicts)
+    exit_status = record.telemetry.exit_status if record.telemetry else ExitStatus.INFRA_ERROR.value
+    infrastructure = ExitStatus(exit_status).is_infrastructure
+    if not gate["startable"]:
+        category, reason = "starting_artifact_defect", "the untouched app does not start: " + _failed(gate)
+    elif not gate["solvable"]:
+        category, reason = "starting_artifact_defect", "the reference solution does not pass: " + _failed(gate)
+    elif infrastructure and n_pass == 0:
+        category, reason = "environment_blockage", f"the solve ended with {exit_status} and nothing was achieved"
+    elif infrastructure:
+        category, reason = "mixed", f"the solve ended with {exit_status} after meeting {n_pass} criteria"
+    else:
+        category, reason = "model_limitation", f"a sound task; the solve ended with {exit_status}"
+    return {"category": category, "reason": reason, "gate": json.loads(json.dumps(gate["steps"]))}
+
+
+def _failed(gate: dict[str, Any]) -> str:
+    return "; ".join(f"{k}: {v}" for k, v in gate["steps"].items() if v not in ("ok", "skipped"))[:500]

@@ -1,0 +1,158 @@
+"""The task gate: is a task sound? Used by ``python -m codesign.validate`` and by failure attribution.
+
+Per task, in order (a failed step stops that task's later steps):
+  integrity       files, schema, attachments readable, reference patch applies
+  install/build   dependencies (cached) and the baseline's build
+  launch/render   the baseline is served and every declared route renders (HTTP 200, visible content)
+  solvability     the reference solution passes every probed criterion
+  discrimination  the unmodified app fails every probed change and passes every probed preservation
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codesign.evaluate.evaluators import ProbeEvaluator
+from codesign.evaluate.run import evaluate_patch
+from codesign.runtime.browser import Browser
+from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
+from codesign.tasks.loader import Task
+
+STEPS = ("integrity", "install_build", "launch_render", "solvability", "discrimination")
+
+
+@dataclass
+class TaskReport:
+    task_id: str
+    track: str = "?"
+    steps: dict[str, str] = field(default_factory=dict)  # step -> "ok" | "FAIL: why" | "skipped"
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(self.steps.get(s) == "ok" for s in STEPS)
+
+    def fail(self, step: str, why: str) -> None:
+        self.steps[step] = f"FAIL: {why}"
+        for later in STEPS[STEPS.index(step) + 1 :]:
+            self.steps.setdefault(later, "skipped")
+
+
+def check_attachment(path: Path, modality: str) -> str | None:
+    """None when the file is readable as its modality, else the problem."""
+    try:
+        if modality == "image":
+            from PIL import Image
+
+            with Image.open(path) as img:
+                img.verify()
+        elif modality == "document" and path.suffix.lower() == ".pdf":
+            from pypdf import PdfReader
+
+            if not any((page.extract_text() or "").strip() for page in PdfReader(path).pages):
+                return "the PDF has no extractable text"
+        elif modality in ("audio", "video"):
+            probe = subprocess.run(
+                ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
+                capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            if probe.returncode != 0 or not probe.stdout.strip():
+                return f"ffprobe cannot read it: {probe.stderr.strip()[:200]}"
+        elif path.stat().st_size == 0:
+            return "empty file"
+    except FileNotFoundError as e:
+        return f"cannot check ({e.filename} is not installed)"
+    except Exception as e:
+        return f"unreadable: {e}"
+    return None
+
+
+def integrity(task: Task) -> str | None:
+    for a in task.manifest.attachments:
+        problem = check_attachment(task.dir / a.path, a.modality)
+        if problem:
+            return f"{a.path}: {problem}"
+    with tempfile.TemporaryDirectory() as tmp:
+        copy_tree(task.app_dir, Path(tmp))
+        try:
+            apply_patch(Path(tmp), task.reference_patch())
+        except PatchError as e:
+            return f"solution/solution.patch does not apply: {e}"
+    if not task.reference_patch().strip():
+        return "solution/solution.patch is empty"
+    return None
+
+
+async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir: Path) -> TaskReport:
+    report = TaskReport(task.id, task.track)
+    start = time.monotonic()
+    try:
+        problem = await asyncio.to_thread(integrity, task)
+        if problem:
+            report.fail("integrity", problem)
+            return report
+        report.steps["integrity"] = "ok"
+        evaluator = ProbeEvaluator()
+        baseline = await evaluate_patch(task, "", evaluator, browser, out_dir / task.id / "baseline", node_cache)
+        if baseline.message and all(v.failure_category == "build_failed" for v in baseline.verdicts):
+            report.fail("install_build", baseline.message)
+            return report
+        report.steps["install_build"] = "ok"
+        bad_routes = [
+            f"{e.route} -> {e.data['status']}"
+            for e in baseline.evidence
+            if e.kind == "route" and e.data["status"] != 200
+        ]
+        blank = [
+            e.id
+            for e in baseline.evidence
+            if e.kind == "dom" and not _has_content(out_dir / task.id / "baseline" / e.path)
+        ]
+        if bad_routes or blank:
+            report.fail("launch_render", "; ".join(bad_routes + [f"{b} renders nothing" for b in blank]))
+            return report
+        report.steps["launch_render"] = "ok"
+        reference = await evaluate_patch(
+            task, task.reference_patch(), evaluator, browser, out_dir / task.id / "reference", node_cache
+        )
+        probed = {c.id for c in task.criteria if c.probe is not None}
+        unsolved = [
+            f"{v.criterion_id}: {v.reason}"
+            for v in reference.verdicts
+            if v.criterion_id in probed and v.verdict != "PASS"
+        ]
+        if unsolved:
+            report.fail("solvability", " | ".join(unsolved))
+        else:
+            report.steps["solvability"] = "ok"
+        wrong = []
+        for v in baseline.verdicts:
+            if v.criterion_id not in probed:
+                continue
+            if v.preserve and v.verdict != "PASS":
+                wrong.append(f"{v.criterion_id} (preserve) fails on the baseline: {v.reason}")
+            elif not v.preserve and v.verdict != "FAIL":
+                wrong.append(f"{v.criterion_id} (change) already {v.verdict} on the baseline")
+        if wrong:
+            report.fail("discrimination", " | ".join(wrong))
+        else:
+            report.steps["discrimination"] = "ok"
+    except Exception as e:  # a gate reports every task; one crash must not hide the others
+        step = next((s for s in STEPS if s not in report.steps), STEPS[-1])
+        report.fail(step, f"{type(e).__name__}: {e}")
+    finally:
+        report.wall_s = round(time.monotonic() - start, 2)
+    return report
+
+
+def _has_content(dom_file: Path) -> bool:
+    import re
+
+    html = dom_file.read_text(errors="replace")
+    body = re.sub(r"(?s)<(script|style)\b.*?</\1>|<[^>]+>", " ", html.split("<body", 1)[-1])
+    return bool(body.strip())
