@@ -96,7 +96,7 @@ def cell(server_url: str, suite: Path, store: Path, *overrides: str) -> float:
     return elapsed
 
 
-def main(trials: int) -> None:
+def main(trials: int, runs: int = 3) -> None:
     import contextlib
     import io
 
@@ -113,11 +113,11 @@ def main(trials: int) -> None:
                 # One trial at a time, 10 per run, so the run's fixed costs (browser launch) are spread out.
                 seq = ["executor=inline", "executor.max_concurrency=1"]
                 solve_only = [cell(instant, tmp / "ten", tmp / f"a{i}", *seq, "stages.evaluate=false") / 10
-                              for i in range(3)]  # fmt: skip
-                whole = [cell(instant, tmp / "ten", tmp / f"b{i}", *seq) / 10 for i in range(3)]
+                              for i in range(runs)]  # fmt: skip
+                whole = [cell(instant, tmp / "ten", tmp / f"b{i}", *seq) / 10 for i in range(runs)]
         print(f"framework overhead per trial (trivial task, instant model, 2 calls, one at a time): "
               f"solve {statistics.median(solve_only) * 1000:.0f} ms, "
-              f"solve + evaluate {statistics.median(whole) * 1000:.0f} ms (medians of 3 runs of 10)")  # fmt: skip
+              f"solve + evaluate {statistics.median(whole) * 1000:.0f} ms (medians of {runs} runs of 10)")  # fmt: skip
 
         instant_proc.kill()
         ideal = trials * CALLS_PER_TRIAL * 0.2 / 64
@@ -140,4 +140,6 @@ def main(trials: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=200)
-    main(parser.parse_args().trials)
+    parser.add_argument("--runs", type=int, default=3, help="runs of 10 sequential trials for the overhead")
+    args = parser.parse_args()
+    main(args.trials, args.runs)

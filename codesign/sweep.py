@@ -15,11 +15,13 @@ import sys
 import time
 from pathlib import Path
 
+import polars as pl
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from codesign.config import compose_cli
 from codesign.errors import CodesignError
+from codesign.score.ranking import rank_stability
 
 
 def expand(overrides: list[str]) -> list[list[str]]:
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from codesign.runner import prepare, run_cells
 
     cells_overrides = expand(list(sys.argv[1:] if argv is None else argv))
-    sweep_dir = Path("outputs") / "sweeps" / time.strftime("%Y-%m-%d_%H-%M-%S")
+    sweep_dir = (Path("outputs") / "sweeps" / time.strftime("%Y-%m-%d_%H-%M-%S")).resolve()
     cells, failed = [], []
     for name, overrides in zip(cell_names(cells_overrides), cells_overrides, strict=True):
         try:
@@ -58,7 +60,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cell {name} cannot start: {e}", file=sys.stderr)
     print(f"sweep {sweep_dir}: {len(cells)} cells, {sum(len(c.specs) for c in cells)} trials in one pool", flush=True)
     if cells:
-        run_cells(cells)
+        tables = run_cells(cells)
+        stability = rank_stability(pl.concat([t["summary"] for t in tables]))
+        stability.write_parquet(sweep_dir / "rank_stability.parquet")
+        if stability.height:
+            with pl.Config(tbl_formatting="ASCII_MARKDOWN", tbl_hide_dataframe_shape=True,
+                           tbl_hide_column_data_types=True, tbl_rows=-1, float_precision=2):  # fmt: skip
+                print("ranking stability (Spearman's rho of strict completion):")
+                print(stability)
     if failed:
         print(f"{len(failed)} of {len(cells_overrides)} cells could not start: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0

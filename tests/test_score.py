@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from codesign._types import CriterionVerdict, Evaluation, Telemetry, TrialRecord
@@ -119,3 +120,20 @@ def test_breakdowns_by_modality_edit_types_and_capability():
     grounded = rows[("capability", "grounded_understanding")]
     assert grounded["tasks"] == 2 and grounded["strict"] == pytest.approx(0.75) and grounded["full_pass"] == 0.5
     assert rows[("capability", "functional_implementation")]["tasks"] == 2
+
+
+def test_spearman_rank_stability_across_harnesses():
+    from codesign.score.ranking import rank_stability, spearman
+
+    assert spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0) and spearman([1], [1]) is None
+    # Two models × two harnesses, ME: kimi prefers h1, qwen prefers h2 (the paper's reversal, ρ = −1).
+    rows = [("kimi", "h1", 0.8), ("kimi", "h2", 0.6), ("qwen", "h1", 0.5), ("qwen", "h2", 0.7)]
+    summaries = pl.DataFrame([{"model": m, "harness": h, "regime": "agentic", "evaluator": "probe", "track": "ME",
+                               "strict": s} for m, h, s in rows])  # fmt: skip
+    table = rank_stability(summaries)
+    levels = table.filter((pl.col("factor") == "harness") & (pl.col("compare") == "levels")).row(0, named=True)
+    assert levels["a"] == "kimi" and levels["b"] == "qwen" and levels["rho"] == pytest.approx(-1.0)
+    models = table.filter((pl.col("factor") == "harness") & (pl.col("compare") == "models")).row(0, named=True)
+    assert models["rho"] == pytest.approx(-1.0)  # under h1 kimi leads, under h2 qwen leads
+    assert table.filter(pl.col("factor") == "evaluator").height == 0  # one evaluator: nothing to compare

@@ -36,7 +36,7 @@ class WandbTracker:
         import wandb
 
         mode = self.mode if self.mode != "auto" else ("online" if os.environ.get("WANDB_API_KEY") else "offline")
-        wandb_dir = self._out = Path(out_dir)
+        wandb_dir = self._out = Path(out_dir).resolve()  # the W&B service process has its own cwd
         os.environ.setdefault("WANDB_CACHE_DIR", str(wandb_dir / "wandb" / ".cache"))
         os.environ.setdefault("WANDB_SILENT", "true")
         self._run = wandb.init(
