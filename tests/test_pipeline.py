@@ -52,7 +52,15 @@ def test_sweep_runs_two_cells_on_an_existing_ray_cluster(tmp_path, ray_instance)
         "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
         "CODESIGN_STORE": str(tmp_path / "store"),
     }
-    proc = cli("-m", "model=oracle,noop", "tracker=none", f"hydra.sweep.dir={tmp_path / 'sweep'}", env=env)
+    # attribution is tested on its own; here it would only add two gate evaluations per task
+    proc = cli(
+        "-m",
+        "model=oracle,noop",
+        "tracker=none",
+        "attribution.below=null",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     cells = sorted(p for p in (tmp_path / "sweep").iterdir() if p.is_dir() and (p / "tasks.parquet").exists())
     assert [c.name for c in cells] == ["0_model=oracle", "1_model=noop"]
