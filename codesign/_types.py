@@ -61,6 +61,16 @@ class Usage:
         return self
 
 
+# Where a cost figure came from, most to least trustworthy-for-a-total: one estimated call makes the
+# total an estimate, so a running total keeps the weakest source it has seen.
+COST_SOURCES = ("none", "offline", "cli", "provider", "config", "litellm_estimate", "unknown")
+
+
+def weaker_cost_source(current: str, new: str) -> str:
+    rank = {s: i for i, s in enumerate(COST_SOURCES)}
+    return new if rank.get(new, len(COST_SOURCES)) > rank.get(current, len(COST_SOURCES)) else current
+
+
 @dataclass
 class Telemetry:
     """Per-trial effort. Same schema for every harness."""
@@ -142,3 +152,8 @@ class TrialRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def unrun(cls, task_id: str, cell: dict[str, str], status: TrialStatus, message: str) -> TrialRecord:
+        """A trial with no result to score: a task that did not load, a crash, a budget stop."""
+        return cls("", None, task_id, "?", cell, {}, status.value, message=message)

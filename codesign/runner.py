@@ -100,8 +100,7 @@ def prepare(cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None
     for spec in specs:
         spec.cell["run"] = name  # routes each streamed record back to its cell
     cell_keys = {**(specs[0].cell if specs else {}), "run": name}
-    errors = [TrialRecord("", None, e.task_id, "?", cell_keys, {}, TrialStatus.TASK_ERROR.value, message=str(e))
-              for e in selection.errors]  # fmt: skip
+    errors = [TrialRecord.unrun(e.task_id, cell_keys, TrialStatus.TASK_ERROR, str(e)) for e in selection.errors]
     for e in selection.errors:
         print(f"task error: {e}", file=sys.stderr)
     return Cell(cfg, out_dir, name, group, specs, errors)

@@ -87,7 +87,7 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
     try:
         task = await asyncio.to_thread(load_task, Path(spec.task_dir))
     except TaskError as e:
-        return TrialRecord("", None, spec.task_id, "?", spec.cell, {}, TrialStatus.TASK_ERROR.value, message=str(e))
+        return TrialRecord.unrun(spec.task_id, spec.cell, TrialStatus.TASK_ERROR, str(e))
     store = Store(spec.store_root)
     trial_key = spec.trial_key(task)
     record = TrialRecord(trial_key, None, task.id, task.track, spec.cell, _labels(task), TrialStatus.OK.value)
@@ -148,13 +148,4 @@ async def run_trial_safely(spec: TrialSpec, browser: Browser) -> TrialRecord:
     try:
         return await run_trial(spec, browser)
     except Exception as e:
-        return TrialRecord(
-            "",
-            None,
-            spec.task_id,
-            "?",
-            spec.cell,
-            {},
-            TrialStatus.INFRA_ERROR.value,
-            message=f"{type(e).__name__}: {e}",
-        )
+        return TrialRecord.unrun(spec.task_id, spec.cell, TrialStatus.INFRA_ERROR, f"{type(e).__name__}: {e}")

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from codesign._protocols import Model
-from codesign._types import EvidenceItem
+from codesign._types import EvidenceItem, weaker_cost_source
 from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
 from codesign.runtime.browser import VIEWPORTS
 from codesign.solve.attachments import downscale
@@ -328,6 +328,4 @@ class Consultant:
         s.output_tokens += reply.usage.output_tokens
         if reply.cost_usd is not None:
             s.cost_usd += reply.cost_usd
-        order = ["none", "offline", "provider", "config", "litellm_estimate", "unknown"]
-        if order.index(reply.cost_source if reply.cost_source in order else "unknown") > order.index(s.cost_source):
-            s.cost_source = reply.cost_source
+        s.cost_source = weaker_cost_source(s.cost_source, reply.cost_source)

@@ -26,4 +26,4 @@ class Budget:
     def skipped(self, spec: dict[str, Any]) -> TrialRecord:
         message = (f"not started: the run-wide cost budget of ${self.max_cost_usd:.2f} is spent "
                    f"(${self.spent_usd:.4f})")  # fmt: skip
-        return TrialRecord("", None, spec["task_id"], "?", spec["cell"], {}, TrialStatus.SKIPPED.value, message=message)
+        return TrialRecord.unrun(spec["task_id"], spec["cell"], TrialStatus.SKIPPED, message)

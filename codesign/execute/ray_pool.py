@@ -112,16 +112,8 @@ class RayExecutor:
                     if attempt < self.max_retries:
                         pending[workers[(attempt + 1) % len(workers)].run.remote(spec)] = (spec, attempt + 1)
                         continue
-                    record = TrialRecord(
-                        "",
-                        None,
-                        spec["task_id"],
-                        "?",
-                        spec["cell"],
-                        {},
-                        TrialStatus.INFRA_ERROR.value,
-                        message=f"worker died {attempt + 1}×: {e}",
-                    )
+                    record = TrialRecord.unrun(spec["task_id"], spec["cell"], TrialStatus.INFRA_ERROR,
+                                               f"worker died {attempt + 1}×: {e}")  # fmt: skip
                 budget.charge(record)
                 records.append(record)
                 on_result(record)

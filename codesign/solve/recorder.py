@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from codesign._protocols import ModelReply
-from codesign._types import Telemetry
+from codesign._types import Telemetry, weaker_cost_source
 from codesign.solve.ended import CostCapReached, TimeCapReached, TurnCapReached
 
 _MEDIA_TOOLS = re.compile(r"\b(ffmpeg|ffprobe|sox|whisper|faster[-_]whisper|cv2|opencv|pdftoppm|pdftotext|tesseract)\b")
@@ -75,10 +75,7 @@ class SolveRecorder:
         t.add_usage(reply.usage)
         if reply.cost_usd is not None:
             t.cost_usd += reply.cost_usd
-        # The weakest source seen wins: one estimated call makes the total an estimate.
-        order = ["none", "offline", "cli", "provider", "config", "litellm_estimate", "unknown"]
-        if order.index(reply.cost_source) > order.index(t.cost_source):
-            t.cost_source = reply.cost_source
+        t.cost_source = weaker_cost_source(t.cost_source, reply.cost_source)
         self.log("assistant", message=reply.message, usage=vars(reply.usage), cost_usd=reply.cost_usd)
 
     def count_tool_call(self, name: str, args: dict[str, Any]) -> None:
