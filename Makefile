@@ -1,13 +1,17 @@
 # Two commands on a fresh machine: `make run` (the embedded default, offline) and `make test`.
-# Both set up what is missing first and are fast when everything is already there.
+# Both set up what is missing first and are fast when everything is already there. Every program codesign
+# runs is declared in codesign/install.py (`python -m codesign.install --list`).
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint bench
+.PHONY: setup setup-test run test lint bench
 setup: $(STAMP)
-	@$(PY) -m codesign.install browser
+	@$(PY) -m codesign.install run
+
+setup-test: $(STAMP)
+	@$(PY) -m codesign.install test
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,7 +22,7 @@ $(STAMP): pyproject.toml
 run: setup
 	$(PY) -m codesign
 
-test: setup
+test: setup-test
 	$(PY) -m pytest -q
 
 lint: setup

@@ -19,9 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from codesign.build import build_candidate_sandbox
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.evidence import EvidenceSession
-from codesign.evaluate.run import VIEWPORTS
+from codesign.evaluate.run import DEFAULT_SANDBOX, VIEWPORTS
 from codesign.runtime.browser import Browser
 from codesign.runtime.serve import build_app, serve
 from codesign.sandbox.workspace import apply_patch, copy_tree
@@ -64,9 +65,10 @@ async def main(repeats: int, only: list[str] | None = None) -> None:
             copy_tree(task.app_dir, ws)
             apply_patch(ws, task.reference_patch())
             env = task.manifest.environment
-            assert (await asyncio.to_thread(build_app, ws, env, node_cache)).ok
+            box = build_candidate_sandbox(DEFAULT_SANDBOX, ws, Path(tmp) / "home")
+            assert (await asyncio.to_thread(build_app, ws, env, node_cache, box)).ok
             routes = list(env.routes)
-            with serve(ws, env) as base:
+            with serve(ws, env, box) as base:
                 await floor(browser, base, routes)  # warm-up: caches, first paint
                 f, e, g = [], [], []
                 for _ in range(repeats):

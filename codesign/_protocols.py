@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,22 @@ class Sandbox(Protocol):
 
     def export(self, dest: Path) -> None:
         """Copy the workspace's current files (without installed dependencies) to ``dest`` on the host."""
+        ...
+
+    def sync(self) -> None:
+        """Make the host-side ``workspace`` show what commands wrote (a container's files are copied out)."""
+        ...
+
+    def serve(self, command: str, ready_path: str, ready_timeout_s: float) -> contextlib.AbstractContextManager[str]:
+        """Run a server command (``{port}`` is its port) in the sandbox; yields a base URL on host loopback."""
+        ...
+
+    def for_candidate(
+        self, workspace: Path, home: Path, frozen: tuple[str, ...] = (), scratch: tuple[str, ...] = ()
+    ) -> Sandbox:
+        """A sandbox of the same kind over ``workspace`` for code the model wrote (install, build, serve):
+        confined and offline whatever this one allows; ``frozen`` workspace paths are read-only, except their
+        ``scratch`` subfolders, which start empty."""
         ...
 
     def close(self) -> None: ...

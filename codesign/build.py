@@ -41,6 +41,14 @@ def build_sandbox(cfg: dict[str, Any], workspace: Path, home: Path, hide: list[s
     return construct(cfg, workspace=workspace, home=home, hide=hide or [])
 
 
+def build_candidate_sandbox(cfg: dict[str, Any], workspace: Path, home: Path) -> Sandbox:
+    """Where code the model wrote is installed, built and served: the trial's sandbox kind, always confined
+    and offline, with the shared dependencies read-only."""
+    from codesign.runtime.serve import BUILD_CACHES, FROZEN
+
+    return build_sandbox(cfg, workspace, home).for_candidate(workspace, home, FROZEN, BUILD_CACHES)
+
+
 def build_evaluator(cfg: dict[str, Any]) -> Any:
     return construct(cfg)
 

@@ -16,7 +16,9 @@ from codesign._types import TrialRecord, TrialStatus
 from codesign.build import build, preflight
 from codesign.errors import ConfigError
 from codesign.execute import Budget
+from codesign.sandbox import scratch
 from codesign.score import adjusted_frame, breakdown_frame, format_summary, summary_frame, task_frame, verdict_frame
+from codesign.solve.attachments import check_media_support
 from codesign.tasks.select import select_tasks
 from codesign.track.report import write_report
 from codesign.trial import TrialSpec
@@ -96,6 +98,13 @@ def prepare(cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None
             "check tasks.root, tasks.include and the filters (tracks, modalities, edit types)",
         )
     preflight(cfg)
+    # What a killed run left behind on this machine (workspaces, half-done installs) goes first.
+    scratch.sweep(cfg.paths.scratch, Path(cfg.paths.node_cache).expanduser())
+    needs: dict[str, set[str]] = {}
+    for t in selection.tasks:
+        for a in t.manifest.attachments:
+            needs.setdefault(a.modality, set()).add(t.id)
+    check_media_support(needs)
     specs = trial_specs(cfg, [(t.id, t.dir) for t in selection.tasks])
     for spec in specs:
         spec.cell["run"] = name  # routes each streamed record back to its cell

@@ -99,7 +99,7 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
         patch, record.telemetry = (trial_dir / "patch.diff").read_text(), Telemetry(**solved["telemetry"])
         record.cached["solve"] = True
     else:
-        preview = Preview(browser, asyncio.get_running_loop(), task.manifest.environment, node_cache)
+        preview = Preview(browser, asyncio.get_running_loop(), task.manifest.environment, node_cache, spec.scratch_root)
         result = await asyncio.to_thread(
             solve_task, task, spec.solve_configs(), trial_dir, node_cache, spec.scratch_root, preview=preview
         )
@@ -126,7 +126,7 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
         try:
             evaluator = build_evaluator(spec.evaluator)
             record.evaluation = await evaluate_patch(
-                task, patch, evaluator, browser, eval_dir, node_cache, spec.scratch_root
+                task, patch, evaluator, browser, eval_dir, node_cache, spec.scratch_root, spec.sandbox
             )
         except Exception as e:  # the evaluation machinery failed: reported as an error, never as a zero
             record.status, record.message = TrialStatus.INFRA_ERROR.value, f"evaluation failed: {e}"

@@ -1,18 +1,19 @@
-"""The Docker sandbox on a real engine: limits enforced, workspace copied in and out, a whole trial.
+"""The Docker sandbox on a real engine: limits enforced, workspace copied in and out, a whole trial,
+leftovers of a killed run removed.
 
 The engine is started by the project's own set-up (``codesign.install docker``); the tests are skipped,
-with the reason, only where no engine can be started.
+with the reason, only where no engine can be started (and fail instead under CI=true).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from codesign import install
 from codesign.runner import run
 from codesign.sandbox.docker import DockerSandbox
 from tests.helpers import compose_config
@@ -21,16 +22,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def image():
-    started_here = not (install.DOCKER_RUN / "dockerd.pid").is_file()
-    try:
-        install.docker()
-        name = install.busybox_image()
-    except Exception as e:  # no engine can be installed or started on this machine
-        pytest.skip(f"no Docker Engine could be started: {e}")
-    yield name
-    if started_here:
-        install.stop_docker()
+def image(busybox_image):
+    return busybox_image
 
 
 @pytest.fixture
@@ -92,3 +85,29 @@ def test_a_trial_runs_in_a_container(image, tmp_path, suite_copy):
     patch = next(Path(tmp_path / "store" / "trials").glob("*/patch.diff")).read_text()
     assert '+      <p class="tagline">Fresh bread daily</p>' in patch
     assert tables["verdicts"].filter(pl.col("verdict") != "PASS").height == 0
+
+
+def test_leftovers_of_a_killed_run_are_removed_and_live_ones_kept(image):
+    from codesign.sandbox import scratch
+    from codesign.sandbox.docker import LABEL, OWNER, remove_leftovers
+
+    client = DockerSandbox(Path("."), Path("."), image=image).client()
+    dead = {LABEL: "sandbox", OWNER: f"{scratch.owner_label().split(':')[0]}:4194303.1"}
+    live = {LABEL: "sandbox", OWNER: scratch.owner_label()}
+    made = {}
+    for name, labels in (("dead", dead), ("live", live)):
+        volume = client.volumes.create(labels=labels)
+        container = client.containers.create(image, command=["sleep", "60"], labels=labels)
+        made[name] = (container.id, volume.name)
+    try:
+        assert remove_leftovers(client) >= 2
+        containers = {c.id for c in client.containers.list(all=True)}
+        volumes = {v.name for v in client.volumes.list()}
+        assert made["dead"][0] not in containers and made["dead"][1] not in volumes
+        assert made["live"][0] in containers and made["live"][1] in volumes
+    finally:
+        for name in made:
+            with contextlib.suppress(Exception):
+                client.containers.get(made[name][0]).remove(force=True)
+            with contextlib.suppress(Exception):
+                client.volumes.get(made[name][1]).remove(force=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from codesign.sandbox.local import LocalSandbox
 from codesign.sandbox.workspace import Baseline, PatchError, apply_patch, changed_files, copy_tree
+from tests.conftest import unavailable
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -90,7 +92,7 @@ def test_confined_sandbox_hides_tasks_and_cuts_the_network(tmp_path):
     import shutil
 
     if not shutil.which("bwrap"):
-        pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
+        unavailable("bubblewrap is not installed (python -m codesign.install run)")
     secret = tmp_path / "suite"
     secret.mkdir()
     (secret / "criteria.yaml").write_text("hidden")
@@ -98,10 +100,36 @@ def test_confined_sandbox_hides_tasks_and_cuts_the_network(tmp_path):
     ws.mkdir()
     box = LocalSandbox(ws, tmp_path / "home", confine=True, network=False, hide=[str(secret)])
     out = box.execute(
-        f"ls -A {secret} | wc -l; touch made-here && echo writable; touch /usr/x 2>&1 || echo read-only; "
+        f"cat {secret}/criteria.yaml; touch made-here && echo writable; touch /usr/x 2>&1 || echo read-only; "
         "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), 1)' 2>&1 | tail -1"
     )
-    lines = out.output.splitlines()
-    assert lines[0].strip() == "0" and "writable" in lines[1] and "read-only" in out.output
+    assert "No such file" in out.output and "hidden" not in out.output
+    assert "writable" in out.output and "read-only" in out.output
     assert "unreachable" in out.output.lower()
     assert (ws / "made-here").exists()
+
+
+def test_scratch_folders_of_dead_runs_are_swept_and_live_ones_kept(tmp_path):
+    from codesign.sandbox import scratch
+
+    live = scratch.make("solve-live", tmp_path)
+    dead = tmp_path / "codesign-4194303.12345-solve-dead-abc"  # no such process
+    reused = tmp_path / f"codesign-{os.getpid()}.1-solve-reused-abc"  # this PID, but another start time
+    foreign = tmp_path / "someone-elses-folder"
+    for d in (dead, reused, foreign):
+        (d / "workspace").mkdir(parents=True)
+    removed = scratch.sweep(tmp_path)
+    assert sorted(removed) == sorted([dead, reused])
+    assert live.is_dir() and foreign.is_dir() and not dead.exists() and not reused.exists()
+
+
+def test_a_run_removes_what_a_killed_run_left_in_its_scratch_folder(tmp_path):
+    from codesign.runner import prepare
+    from tests.helpers import compose_config
+
+    left = tmp_path / "scratch" / "codesign-4194303.7-eval-some-task-xyz"
+    (left / "workspace").mkdir(parents=True)
+    cfg = compose_config("tasks.include=[me-bakery-header-mockup]", f"paths.scratch={tmp_path / 'scratch'}",
+                         "tracker=none", "executor=inline")  # fmt: skip
+    prepare(cfg, tmp_path)
+    assert not left.exists()

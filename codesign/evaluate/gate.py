@@ -11,7 +11,6 @@ Per task, in order (a failed step stops that task's later steps):
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -57,16 +56,14 @@ def check_attachment(path: Path, modality: str) -> str | None:
             if not any((page.extract_text() or "").strip() for page in PdfReader(path).pages):
                 return "the PDF has no extractable text"
         elif modality in ("audio", "video"):
-            probe = subprocess.run(
-                ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
-                capture_output=True, text=True, timeout=30,
-            )  # fmt: skip
-            if probe.returncode != 0 or not probe.stdout.strip():
-                return f"ffprobe cannot read it: {probe.stderr.strip()[:200]}"
+            from codesign.solve.attachments import media_duration, video_keyframes
+
+            if not media_duration(path):
+                return "no duration: not a readable audio or video file"
+            if modality == "video" and not video_keyframes(path, 1):
+                return "no video frame can be decoded"
         elif path.stat().st_size == 0:
             return "empty file"
-    except FileNotFoundError as e:
-        return f"cannot check ({e.filename} is not installed)"
     except Exception as e:
         return f"unreadable: {e}"
     return None

@@ -5,21 +5,25 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from codesign._protocols import Evaluator
 from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, TrialStatus, Verdict
+from codesign.build import build_candidate_sandbox
 from codesign.evaluate.audit import AuditViolation
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.runtime.browser import Browser
-from codesign.runtime.serve import build_app, serve
+from codesign.runtime.serve import build_app, serving
+from codesign.sandbox import scratch as scratch_dirs
 from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
 from codesign.tasks.loader import Task
 
 VIEWPORTS = ["desktop", "mobile"]
+# Where candidate code runs when no trial names a sandbox (the task gate, calibration): confined locally.
+DEFAULT_SANDBOX: dict[str, Any] = {"_target_": "codesign.sandbox.local.LocalSandbox"}
 
 
 def _all_fail(task: Task, reason: str, cited: list[str], category: str) -> list[CriterionVerdict]:
@@ -37,13 +41,16 @@ async def evaluate_patch(
     out_dir: Path,
     node_cache: Path,
     scratch_root: str | None = None,
+    sandbox: dict[str, Any] | None = None,
 ) -> Evaluation:
     """Grade ``patch`` applied to the task's baseline. Candidate failures (patch, build, serve) are
-    FAIL verdicts; only failures of the evaluation machinery are raised."""
+    FAIL verdicts; only failures of the evaluation machinery are raised. The candidate's code is built and
+    served in a candidate sandbox of the trial's ``sandbox`` kind (confined, offline)."""
     start = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f"codesign-eval-{task.id}-", dir=scratch_root))
+    scratch = scratch_dirs.make(f"eval-{task.id}", scratch_root)
     workspace = scratch / "workspace"
+    box = None
     try:
         copy_tree(task.app_dir, workspace)
         (out_dir / "diff.patch").write_text(patch)
@@ -58,7 +65,8 @@ async def evaluate_patch(
                 time.monotonic() - start,
             )
         env = task.manifest.environment
-        build = await asyncio.to_thread(build_app, workspace, env, node_cache)
+        box = build_candidate_sandbox(sandbox or DEFAULT_SANDBOX, workspace, scratch / "home")
+        build = await asyncio.to_thread(build_app, workspace, env, node_cache, box)
         serve_root = workspace / env.serve.static_dir
         if not build.ok or (env.serve.command is None and not serve_root.is_dir()):
             (out_dir / "build.log").write_text(build.log)
@@ -74,7 +82,7 @@ async def evaluate_patch(
                 reason,
                 time.monotonic() - start,
             )
-        with serve(workspace, env) as base_url:
+        async with serving(workspace, env, box) as base_url:
             session = EvidenceSession(browser, base_url, out_dir, workspace)
             options = evaluator.evidence_options() if hasattr(evaluator, "evidence_options") else {}
             status, message = TrialStatus.OK.value, ""
@@ -92,4 +100,6 @@ async def evaluate_patch(
         wall = round(time.monotonic() - start, 3)
         return Evaluation(status, verdicts, list(session.items.values()), message, wall, telemetry)
     finally:
+        if box is not None:
+            await asyncio.to_thread(box.close)
         shutil.rmtree(scratch, ignore_errors=True)

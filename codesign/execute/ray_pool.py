@@ -33,9 +33,12 @@ class TrialWorker:
 
         from codesign.trial import TrialSpec, run_trial_safely
 
-        if self.threads:  # once, on the actor's own event loop
+        if self.threads:  # once, on the actor's own event loop (and node: a killed run's scratch goes)
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(self.threads))
             self.threads = 0
+            from codesign.sandbox import scratch
+
+            scratch.sweep(spec.get("scratch_root"))
         return await run_trial_safely(TrialSpec(**spec), self.browser)
 
     async def shutdown(self) -> None:

@@ -1,28 +1,27 @@
-"""Build a final workspace and serve it on loopback, with the task's own commands or a static server."""
+"""Build a final workspace and serve it on loopback: the task's own commands run in the trial's sandbox
+kind (confined, offline), a static build is served by an in-process server that never leaves its folder."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
-import os
 import re
-import socket
-import subprocess
 import time
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
+from codesign._protocols import Sandbox
 from codesign.errors import EnvironmentSetupError
 from codesign.runtime.http import LoopbackMixin, LoopbackServer
-from codesign.sandbox.local import run_in_group
-from codesign.sandbox.workspace import cached_node_modules, hydrate_node_modules
+from codesign.sandbox.dependencies import NODE_INSTALL, cached_node_modules, hydrate_node_modules
 from codesign.tasks.schema import Environment
 
-NODE_INSTALL = "npm ci --no-audit --no-fund --prefer-offline --loglevel=error"
 NODE_BUILD = "npm run build --silent"
+FROZEN = ("node_modules",)  # hard links into the shared cache: a candidate's build sees them read-only ...
+BUILD_CACHES = ("node_modules/.vite-temp", "node_modules/.vite", "node_modules/.cache")  # ... but for tool caches
 
 
 @dataclass
@@ -32,8 +31,9 @@ class BuildResult:
     wall_s: float
 
 
-def build_app(workspace: Path, env: Environment, node_cache: Path) -> BuildResult:
-    """Install (cached per lockfile) and build. A failing build is the candidate's fault, not an error."""
+def build_app(workspace: Path, env: Environment, node_cache: Path, sandbox: Sandbox) -> BuildResult:
+    """Install (cached per lockfile, confined) and build in ``sandbox`` — a candidate sandbox over
+    ``workspace``. A failing build is the candidate's fault, not an error."""
     start = time.monotonic()
     if env.kind == "static" and not env.build:
         return BuildResult(True, "static app: nothing to build", 0.0)
@@ -44,24 +44,26 @@ def build_app(workspace: Path, env: Environment, node_cache: Path) -> BuildResul
         log.append(f"dependencies from cache {modules.parent.name}")
     command = env.build or (NODE_BUILD if env.kind == "node" else None)
     if command:
-        result = run_in_group(
-            ["bash", "-c", command], workspace, {**os.environ, "CI": "1", "NO_COLOR": "1"}, env.build_timeout_s
-        )
+        result = sandbox.execute(command, timeout=env.build_timeout_s)
         log.append(f"$ {command}\n{result.output}")
         if result.timed_out or result.returncode != 0:
             status = "timed out" if result.timed_out else f"exit code {result.returncode}"
             return BuildResult(False, "\n".join([*log, f"build failed: {status}"]), time.monotonic() - start)
+        sandbox.sync()
     return BuildResult(True, "\n".join(log), time.monotonic() - start)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _Handler(LoopbackMixin, SimpleHTTPRequestHandler):
     spa_fallback = False
+
+    def translate_path(self, path: str) -> str:
+        """Files inside the served folder only: a symlink the candidate planted to a host file is a 404."""
+        translated = super().translate_path(path)
+        root = Path(self.directory).resolve()
+        resolved = Path(translated).resolve()
+        if resolved != root and root not in resolved.parents:
+            return str(root / ".codesign-outside-the-served-folder")  # never exists: a 404
+        return str(resolved) + ("/" if translated.endswith("/") else "")
 
     def send_head(self):  # type: ignore[override]
         path = Path(self.translate_path(self.path))
@@ -116,43 +118,23 @@ def static_server(root: Path, spa_fallback: bool) -> Iterator[str]:
         server.stop()
 
 
-@contextlib.contextmanager
-def command_server(workspace: Path, command: str, ready_path: str, timeout_s: float) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        ["bash", "-c", command.format(port=port)],
-        cwd=workspace,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise EnvironmentSetupError(f"serve command exited with {proc.returncode}: {command}")
-            try:
-                with urllib.request.urlopen(base + ready_path, timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise EnvironmentSetupError(
-                        f"app not ready at {base}{ready_path} after {timeout_s:.0f} s"
-                    ) from None
-                time.sleep(0.2)
-        yield base
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, 9)
-        proc.wait()
-
-
-def serve(workspace: Path, env: Environment) -> contextlib.AbstractContextManager[str]:
-    """Serve a built workspace on 127.0.0.1; yields the base URL."""
+def serve(workspace: Path, env: Environment, sandbox: Sandbox) -> contextlib.AbstractContextManager[str]:
+    """Serve a built workspace on 127.0.0.1; yields the base URL. A task's own serve command runs in
+    ``sandbox`` (the candidate sandbox the app was built in)."""
     if env.serve.command:
-        return command_server(workspace, env.serve.command, env.serve.ready_path, env.serve.ready_timeout_s)
+        return sandbox.serve(env.serve.command, env.serve.ready_path, env.serve.ready_timeout_s)
     root = workspace / env.serve.static_dir
     if not root.is_dir():
         raise EnvironmentSetupError(f"serve folder {root} does not exist after the build")
     return static_server(root, env.serve.spa_fallback)
+
+
+@contextlib.asynccontextmanager
+async def serving(workspace: Path, env: Environment, sandbox: Sandbox) -> AsyncIterator[str]:
+    """``serve`` for coroutines: starting and stopping a server (which may wait for it) never blocks the loop."""
+    server = serve(workspace, env, sandbox)
+    url = await asyncio.to_thread(server.__enter__)
+    try:
+        yield url
+    finally:
+        await asyncio.to_thread(server.__exit__, None, None, None)

@@ -2,7 +2,9 @@
 
 The workspace is copied into the container when the sandbox starts and copied back when it closes,
 so the host-side diff and evaluation work exactly as with the local sandbox. Resource limits,
-``network none``, dropped capabilities and a non-root user are set on the container.
+``network none``, dropped capabilities and a non-root user are set on the container. Every container and
+volume carries the label ``codesign=sandbox`` and its owner (machine and process): what a killed run left
+behind is removed when the next run starts (``remove_leftovers``).
 """
 
 from __future__ import annotations
@@ -11,15 +13,24 @@ import contextlib
 import io
 import os
 import shutil
+import socket
 import tarfile
 import threading
 import time
-from dataclasses import dataclass, field
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from codesign._types import ExecResult
 from codesign.errors import ConfigError, EnvironmentSetupError
+from codesign.sandbox import scratch
+from codesign.sandbox.local import ServeError
+from codesign.sandbox.relay import RELAY_JS, Relay
+
+LABEL = "codesign"
+OWNER = "codesign.owner"
 
 
 def _tar_dir(root: Path, arcname: str, uid: int, gid: int) -> bytes:
@@ -52,6 +63,9 @@ class DockerSandbox:
     docker_host: str | None = None  # None: $DOCKER_HOST, else the engine `python -m codesign.install docker` starts
     env: dict[str, str] = field(default_factory=dict)
     hide: list[str] = field(default_factory=list)  # nothing to do: the container never sees host paths
+    candidate: bool = False  # runs code the model wrote: gets a socket folder for a serve command's relay
+    _sockets: Path | None = None  # host folder bind-mounted at /run/codesign (candidate sandboxes)
+    _relay: Relay | None = None
     _client: Any = None
     _container: Any = None
     _volume: Any = None
@@ -77,11 +91,21 @@ class DockerSandbox:
         return self._client
 
     def check(self) -> None:
-        """Preflight: the engine answers and the image exists."""
+        """Preflight: the engine answers and the image exists; a killed run's containers are removed."""
         client = self.client()
         if not client.images.list(name=self.image):
             raise ConfigError(f"Docker image {self.image!r} is not present on the engine",
                               "build it: python -m codesign.install node-image (or busybox-image)")  # fmt: skip
+        remove_leftovers(client)
+
+    def for_candidate(
+        self, workspace: Path, home: Path, frozen: tuple[str, ...] = (), scratch: tuple[str, ...] = ()
+    ) -> DockerSandbox:
+        """A fresh container of the same image and limits for code the model wrote: no network. (``frozen``
+        and ``scratch`` need nothing here: the container gets its own copy of the dependencies.)"""
+        return replace(self, workspace=workspace, home=home, network="none", env={}, candidate=True, _sockets=None,
+                       _relay=None,
+                       _client=self._client, _container=None, _volume=None, _lock=threading.Lock())  # fmt: skip
 
     def container(self) -> Any:
         if self._container is None:
@@ -89,14 +113,21 @@ class DockerSandbox:
             # The workspace lives in a volume mounted at its parent: Docker's archive API refuses paths under a
             # read-only root that are not on a volume, and the workspace folder itself (created from the tar)
             # belongs to the sandbox user, who cannot chown (all capabilities are dropped).
-            self._volume = self.client().volumes.create(labels={"codesign": "sandbox"})
+            labels = {LABEL: "sandbox", OWNER: scratch.owner_label()}
+            mounts = {}
+            if self.candidate:  # a host folder for a serve command's relay socket (engines on this machine)
+                self._sockets = scratch.make("docker-sock")
+                self._sockets.chmod(0o777)  # the container's user creates the socket here
+                shutil.copy2(RELAY_JS, self._sockets / "relay.js")
+                mounts[str(self._sockets)] = {"bind": "/run/codesign", "mode": "rw"}
+            self._volume = self.client().volumes.create(labels=labels)
             self._container = self.client().containers.run(
                 self.image, command=["sleep", "infinity"], detach=True, network_mode=self.network,
                 mem_limit=self.memory, memswap_limit=self.memory, nano_cpus=int(self.cpus * 1e9),
                 pids_limit=self.pids_limit, working_dir="/", cap_drop=["ALL"],
                 security_opt=["no-new-privileges"], read_only=self.read_only_root,
-                tmpfs={"/tmp": "rw,exec,size=512m,mode=1777"}, labels={"codesign": "sandbox"}, init=True,
-                volumes={self._volume.name: {"bind": os.path.dirname(self.workdir), "mode": "rw"}},
+                tmpfs={"/tmp": "rw,exec,size=512m,mode=1777"}, labels=labels, init=True,
+                volumes={self._volume.name: {"bind": os.path.dirname(self.workdir), "mode": "rw"}, **mounts},
             )  # fmt: skip
             uid, gid = (int(x) for x in self.user.split(":"))
             parent, name = os.path.split(self.workdir)
@@ -105,16 +136,57 @@ class DockerSandbox:
 
     def close(self) -> None:
         """Copy the final workspace back to the host, then remove the container."""
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
         if self._container is None:
             return
         try:
-            self._sync_out(self.workspace, keep=("node_modules", "_attachments"))
+            self.sync()
         finally:
             with contextlib.suppress(Exception):
                 self._container.remove(force=True)
             with contextlib.suppress(Exception):
                 self._volume.remove(force=True)
             self._container = self._volume = None
+            if self._sockets is not None:
+                shutil.rmtree(self._sockets, ignore_errors=True)
+                self._sockets = None
+
+    def sync(self) -> None:
+        """Mirror the container's workspace onto the host-side one (installed dependencies stay as they are)."""
+        if self._container is not None:
+            self._sync_out(self.workspace, keep=("node_modules", "_attachments"))
+
+    @contextlib.contextmanager
+    def serve(self, command: str, ready_path: str = "/", ready_timeout_s: float = 60.0) -> Iterator[str]:
+        """Run a server command in the container (no network) and relay it to host loopback through a unix
+        socket in a bind-mounted folder — which needs an engine on this machine."""
+        container, port = self.container(), 8000
+        if self._sockets is None:
+            raise ServeError("serve commands run in candidate sandboxes only (see for_candidate)")
+        sock = self._sockets / "serve.sock"
+        exec_id = self.client().api.exec_create(
+            container.id, ["node", "/run/codesign/relay.js", f"unix:/run/codesign/{sock.name}=tcp:{port}", "--",
+                           self.shell, "-c", command.replace("{port}", str(port))],
+            workdir=self.workdir, user=self.user, environment={"HOME": "/tmp", **self.env},
+        )["Id"]  # fmt: skip
+        self.client().api.exec_start(exec_id, detach=True)
+        self._relay = self._relay or Relay()
+        base = f"http://127.0.0.1:{self._relay.tcp_to_unix(sock)}"
+        deadline = time.monotonic() + ready_timeout_s
+        while True:
+            state = self.client().api.exec_inspect(exec_id)
+            if not state.get("Running") and state.get("ExitCode") is not None:
+                raise ServeError(f"serve command exited with {state['ExitCode']}: {command}")
+            try:
+                with urllib.request.urlopen(base + ready_path, timeout=5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise ServeError(f"app not ready at {ready_path} after {ready_timeout_s:.0f} s") from None
+                time.sleep(0.2)
+        yield base
 
     # --- the Sandbox protocol ------------------------------------------------------------------------
     def execute(
@@ -210,3 +282,26 @@ class DockerSandbox:
         with tarfile.open(fileobj=data) as tar:
             members = [m for m in tar.getmembers() if m.name.split("/")[0] not in ("node_modules", *keep)]
             tar.extractall(dest, members=members, filter="data")
+
+
+def remove_leftovers(client: Any) -> int:
+    """Remove containers and volumes labelled ``codesign=sandbox`` whose owning process on this machine has
+    ended (a killed run's); those of live runs, and of other machines sharing the engine, stay."""
+    host = socket.gethostname()
+
+    def orphaned(labels: dict[str, str]) -> bool:
+        machine, _, owner = labels.get(OWNER, ":").rpartition(":")
+        return not owner or (machine == host and not scratch.alive(owner))
+
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": f"{LABEL}=sandbox"}):
+        if orphaned(container.labels):
+            with contextlib.suppress(Exception):
+                container.remove(force=True, v=True)
+                removed += 1
+    for volume in client.volumes.list(filters={"label": f"{LABEL}=sandbox"}):
+        if orphaned(volume.attrs.get("Labels") or {}):
+            with contextlib.suppress(Exception):
+                volume.remove(force=True)
+                removed += 1
+    return removed

@@ -1,11 +1,13 @@
 """Attachments as model input (OpenAI content parts), by modality and by what the model accepts.
 
 - image    → the image, downscaled to at most 1568 px on the long side.
-- video    → keyframes (ffmpeg, evenly spaced, each labelled with its timestamp) + duration.
+- video    → keyframes (PyAV, evenly spaced, each labelled with its timestamp) + duration.
 - audio    → ``input_audio`` for models that accept audio; otherwise the documented fallback: the
              file's duration and format, and a note that the raw file is in ``_attachments/`` (agentic
-             harnesses can process it themselves, e.g. with ffmpeg or a speech model).
-- document → extracted text (pypdf) plus page images (pdftoppm) for the first pages.
+             harnesses can process it themselves, e.g. with a speech model).
+- document → extracted text (pypdf) plus page images (pypdfium2) for the first pages.
+Media decoding comes from pip wheels (PyAV bundles FFmpeg's libraries, pypdfium2 bundles PDFium), so no
+program outside the virtual environment is needed and a machine cannot silently send fewer frames.
 Models without vision get the textual parts only. Frames and pages are cached next to the file.
 """
 
@@ -13,17 +15,35 @@ from __future__ import annotations
 
 import base64
 import io
-import json
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
+# The libraries each modality needs (pip wheels, in pyproject.toml): checked before any trial starts.
+MEDIA_LIBRARIES = {"video": ("av",), "audio": ("av",), "document": ("pypdf", "pypdfium2"), "image": ("PIL",)}
 MAX_SIDE = 1568
 VIDEO_FRAMES = 6
 PDF_PAGES = 4
 PDF_TEXT_CHARS = 20_000
+
+
+def check_media_support(needs: dict[str, set[str]]) -> None:
+    """Fail before any trial when a library a task's attachments need cannot be imported, naming the tasks
+    and the fix — a model must never get fewer frames or pages because of the machine. ``needs`` maps a
+    modality to the tasks that use it."""
+    import importlib
+
+    from codesign.errors import EnvironmentSetupError
+
+    missing = []
+    for modality, tasks in sorted(needs.items()):
+        for module in MEDIA_LIBRARIES.get(modality, ()):
+            try:
+                importlib.import_module(module)
+            except ImportError as e:
+                missing.append(f"{module} ({modality}: {', '.join(sorted(tasks))}): {e}")
+    if missing:
+        raise EnvironmentSetupError("attachments cannot be prepared: " + "; ".join(missing),
+                                    "install codesign's dependencies: make setup (or pip install -e .)")  # fmt: skip
 
 
 def _image_part(data: bytes, mime: str = "image/png") -> dict[str, Any]:
@@ -47,30 +67,35 @@ def downscale(data: bytes, max_side: int = MAX_SIDE) -> tuple[bytes, str]:
 
 
 def media_duration(path: Path) -> float | None:
-    if not shutil.which("ffprobe"):
-        return None
-    probe = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "json", str(path)],
-                           capture_output=True, text=True, timeout=60)  # fmt: skip
-    try:
-        return float(json.loads(probe.stdout)["format"]["duration"])
-    except (KeyError, ValueError, json.JSONDecodeError):
-        return None
+    """Duration in seconds of an audio or video file (None when the container does not say)."""
+    import av
+
+    with av.open(str(path)) as container:
+        if container.duration is not None:
+            return container.duration / av.time_base
+        stream = (container.streams.video or container.streams.audio)[0]
+        return float(stream.duration * stream.time_base) if stream.duration else None
 
 
 def video_keyframes(path: Path, n: int = VIDEO_FRAMES) -> list[tuple[float, bytes]]:
-    """``n`` frames evenly spaced over the clip, with their timestamps in seconds."""
+    """``n`` frames evenly spaced over the clip (PNG), with their timestamps in seconds."""
+    import av
+
     duration = media_duration(path)
-    if duration is None or not shutil.which("ffmpeg"):
-        return []
+    if not duration:
+        raise ValueError(f"{path.name}: the video has no duration")
     frames = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
         for i in range(n):
             t = duration * (i + 0.5) / n
-            out = Path(tmp) / f"{i}.png"
-            subprocess.run(["ffmpeg", "-v", "error", "-ss", f"{t:.3f}", "-i", str(path), "-frames:v", "1",
-                            "-vf", f"scale='min({MAX_SIDE},iw)':-2", str(out)], timeout=60, check=False)  # fmt: skip
-            if out.is_file():
-                frames.append((round(t, 2), out.read_bytes()))
+            # Seek to the keyframe before t, then decode forward to the first frame at or after t.
+            container.seek(int(t / stream.time_base), stream=stream, backward=True)
+            frame = next((f for f in container.decode(stream) if f.time is not None and f.time >= t - 1e-3), None)
+            if frame is not None:
+                out = io.BytesIO()
+                frame.to_image().save(out, format="PNG")
+                frames.append((round(t, 2), out.getvalue()))
     return frames
 
 
@@ -81,13 +106,20 @@ def pdf_text(path: Path) -> str:
     return text[:PDF_TEXT_CHARS]
 
 
-def pdf_pages(path: Path, n: int = PDF_PAGES) -> list[bytes]:
-    if not shutil.which("pdftoppm"):
-        return []
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["pdftoppm", "-png", "-r", "80", "-f", "1", "-l", str(n), str(path), f"{tmp}/p"],
-                       timeout=120, check=False)  # fmt: skip
-        return [p.read_bytes() for p in sorted(Path(tmp).glob("p*.png"))]
+def pdf_pages(path: Path, n: int = PDF_PAGES, dpi: int = 80) -> list[bytes]:
+    """The first ``n`` pages as PNG images."""
+    import pypdfium2
+
+    pages = []
+    document = pypdfium2.PdfDocument(str(path))
+    try:
+        for i in range(min(n, len(document))):
+            out = io.BytesIO()
+            document[i].render(scale=dpi / 72).to_pil().save(out, format="PNG")
+            pages.append(out.getvalue())
+    finally:
+        document.close()
+    return pages
 
 
 def content_parts(attachment: dict[str, Any], vision: bool = True, audio: bool = False) -> list[dict[str, Any]]:

@@ -1,20 +1,23 @@
 """Screenshots of the app as it currently is in a solver's workspace (the native harness's `screenshot`).
 
-The workspace is exported, built like the evaluator builds it and served on loopback; the shared
-browser of the worker takes the picture on the worker's event loop.
+The workspace is exported and built like the evaluator builds it — in a candidate sandbox of the
+solver's own kind, confined and offline, so a command the model put in ``package.json`` runs no more
+freely here than its shell commands do — then served on loopback; the shared browser of the worker
+takes the picture on the worker's event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import tempfile
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codesign._protocols import Sandbox
 from codesign.runtime.browser import Browser
-from codesign.runtime.serve import build_app, serve
+from codesign.runtime.serve import BUILD_CACHES, FROZEN, build_app, serve
+from codesign.sandbox import scratch as scratch_dirs
 from codesign.tasks.schema import Environment
 
 
@@ -28,18 +31,26 @@ class Preview:
     loop: asyncio.AbstractEventLoop  # the worker's loop, where the browser lives
     environment: Environment
     node_cache: Path
+    scratch_root: str | None = None
 
     def screenshot(self, sandbox: Sandbox, route: str = "/", viewport: str = "desktop") -> bytes:
         """PNG of ``route`` at ``viewport``; called from the solver's thread, never from the loop itself."""
-        with tempfile.TemporaryDirectory(prefix="codesign-preview-") as tmp:
-            workspace = Path(tmp) / "app"
+        tmp = scratch_dirs.make("preview", self.scratch_root)
+        workspace = tmp / "app"
+        box = None
+        try:
             sandbox.export(workspace)
-            build = build_app(workspace, self.environment, self.node_cache)
+            box = sandbox.for_candidate(workspace, tmp / "home", FROZEN, BUILD_CACHES)
+            build = build_app(workspace, self.environment, self.node_cache, box)
             if not build.ok:
                 raise PreviewError(f"the app does not build:\n{build.log[-3000:]}")
-            with serve(workspace, self.environment) as base:
+            with serve(workspace, self.environment, box) as base:
                 future = asyncio.run_coroutine_threadsafe(self._shoot(base + route, viewport), self.loop)
                 return future.result(timeout=90)
+        finally:
+            if box is not None:
+                box.close()
+            shutil.rmtree(tmp, ignore_errors=True)
 
     async def _shoot(self, url: str, viewport: str) -> bytes:
         context: Any = await self.browser.context(viewport)

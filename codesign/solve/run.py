@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +10,9 @@ from typing import Any
 
 from codesign._types import ExitStatus, Telemetry
 from codesign.build import build_harness, build_model, build_regime, build_sandbox
-from codesign.sandbox.workspace import Baseline, cached_node_modules, copy_tree, hydrate_node_modules
+from codesign.sandbox import scratch as scratch_dirs
+from codesign.sandbox.dependencies import NODE_INSTALL, cached_node_modules, hydrate_node_modules
+from codesign.sandbox.workspace import Baseline, copy_tree
 from codesign.solve.ended import Ended
 from codesign.solve.preview import Preview
 from codesign.solve.recorder import SolveRecorder
@@ -32,8 +33,6 @@ def prepare_workspace(task: Task, scratch: Path, node_cache: Path) -> tuple[Path
     copy_tree(task.app_dir, workspace)
     env = task.manifest.environment
     if env.kind == "node":
-        from codesign.runtime.serve import NODE_INSTALL  # the same install command the evaluator uses
-
         modules = cached_node_modules(workspace, node_cache, env.install or NODE_INSTALL)
         hydrate_node_modules(workspace, modules, hardlink=False)
     if task.manifest.attachments:
@@ -56,16 +55,16 @@ def solve_task(
 ) -> SolveResult:
     """Run one solve; whatever happens, return the final workspace as a patch plus telemetry."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f"codesign-solve-{task.id}-", dir=scratch_root))
+    scratch = scratch_dirs.make(f"solve-{task.id}", scratch_root)
     trajectory = out_dir / "trajectory.jsonl"
     trajectory.unlink(missing_ok=True)
     try:
         workspace, baseline = prepare_workspace(task, scratch, node_cache)
         regime = build_regime(configs["regime"])
         recorder = SolveRecorder(trajectory, regime.limits())
-        # The task folder's parent (the suite: criteria, reference solutions) and this trial's results are
-        # hidden from a confined sandbox.
-        hide = [str(task.dir.parent), str(out_dir.parent)]
+        # A confined sandbox shows only system files, the workspace and its HOME; the suite (criteria,
+        # reference solutions) and the store are also named, for sandboxes that would otherwise show them.
+        hide = [str(task.dir.parent), str(out_dir.parent.parent)]
         sandbox = build_sandbox(configs["sandbox"], workspace, scratch / "home", hide)
         status, message = ExitStatus.SUBMITTED, ""
         try:

@@ -87,8 +87,12 @@ class ClaudeCodeHarness:
         alias = f"codesign-{getattr(model, 'name', 'model')}"
         with ModelProxy(model, recorder) as proxy:
             home = Path(sandbox.home) if hasattr(sandbox, "home") else Path("/tmp")
+            # A confined sandbox shows the CLI read-only and reaches the proxy through its relay (no network).
+            if hasattr(sandbox, "expose"):
+                sandbox.expose(exe.resolve().parent if self.cli else exe.parents[2])
+            base_url = sandbox.forward(proxy.base_url) if hasattr(sandbox, "forward") else proxy.base_url
             env = {
-                "ANTHROPIC_BASE_URL": proxy.base_url, "ANTHROPIC_API_KEY": proxy.token,
+                "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": proxy.token,
                 "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
                 "CLAUDE_CODE_MAX_RETRIES": str(self.max_api_retries), **dict.fromkeys(_ALIASES, alias),

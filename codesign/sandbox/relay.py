@@ -1,0 +1,82 @@
+"""Host-side relays between loopback TCP ports and unix sockets, for sandboxes without network.
+
+A sandbox with its own (empty) network namespace shares only files with the host, so a unix socket in a
+bind-mounted folder is the one door: ``relay.js`` runs inside and bridges it to TCP there; a
+:class:`Relay` on the host bridges it to TCP here. Nothing else of the host's network is reachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from pathlib import Path
+
+RELAY_JS = Path(__file__).with_name("relay.js")
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
+
+
+class Relay:
+    """Bridges on a background event loop; ``close()`` stops them all."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._servers: list[asyncio.AbstractServer] = []
+        threading.Thread(target=self.loop.run_forever, daemon=True, name="codesign-relay").start()
+
+    def unix_to_tcp(self, socket_path: Path, port: int) -> None:
+        """Connections to ``socket_path`` reach 127.0.0.1:``port`` on the host (e.g. the model proxy)."""
+
+        async def start() -> asyncio.AbstractServer:
+            async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                try:
+                    up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+                except OSError:
+                    writer.close()
+                    return
+                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+            return await asyncio.start_unix_server(handle, path=str(socket_path))
+
+        self._servers.append(asyncio.run_coroutine_threadsafe(start(), self.loop).result())
+
+    def tcp_to_unix(self, socket_path: Path) -> int:
+        """A free host port whose connections reach ``socket_path`` (a server inside a sandbox); returns it."""
+
+        async def start() -> asyncio.AbstractServer:
+            async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                try:
+                    up_reader, up_writer = await asyncio.open_unix_connection(str(socket_path))
+                except OSError:  # nothing listens inside yet: the client sees a closed connection and retries
+                    writer.close()
+                    return
+                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+            return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+        server = asyncio.run_coroutine_threadsafe(start(), self.loop).result()
+        self._servers.append(server)
+        sock: socket.socket = server.sockets[0]
+        return int(sock.getsockname()[1])
+
+    def close(self) -> None:
+        async def stop() -> None:
+            for server in self._servers:
+                server.close()
+
+        if self.loop.is_running():
+            asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self._servers.clear()

