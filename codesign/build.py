@@ -69,6 +69,10 @@ def preflight(cfg: Any) -> None:
             f"harness {cfg.harness.name!r} cannot run in sandbox {sandbox}",
             f"use a sandbox of type {', '.join(supported)} (e.g. sandbox=local or sandbox=confined)",
         )
+    # Dependency installs and candidates' builds run under bubblewrap whatever the sandbox kind.
+    from codesign.sandbox.local import LocalSandbox
+
+    LocalSandbox(Path("."), Path("."), confine=True).check()
     for group in ("model", "harness", "sandbox", "evaluator"):
         node = cfg.get(group)
         if node is None or node.get("uses_reference") or not hasattr(get_class(node._target_), "check"):

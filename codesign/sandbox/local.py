@@ -37,7 +37,6 @@ _PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "NODE_OPTIONS")
 # Where this machine's TLS trust lives (paths, not secrets): an install behind a TLS-inspecting proxy needs them.
 _CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 
 # What a confined command sees of the system, read-only.
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -50,9 +49,9 @@ SANDBOX_UID = 1000
 def scrubbed_env(home: Path, extra: dict[str, str] | None = None, network: bool = False) -> dict[str, str]:
     """The host environment minus anything secret: a fixed allowlist, plus proxies (without credentials)
     for commands that have the network. ``extra`` is added as given (e.g. a model proxy's own token)."""
-    allowed = (*_PASS_THROUGH, *_CA_VARS, *(_PROXY_VARS if network else ()))
-    env = {k: v for k, v in os.environ.items() if k in allowed and "@" not in v}
-    env = {k: v for k, v in env.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
+    env = {k: v for k, v in os.environ.items() if k in (*_PASS_THROUGH, *_CA_VARS)}
+    if network:  # a proxy URL with user:password@ is a credential: left out
+        env |= {k: v for k, v in os.environ.items() if k in _PROXY_VARS and "@" not in v}
     env.update(HOME=str(home), CI="1", NO_COLOR="1", npm_config_update_notifier="false")
     env.update(extra or {})
     return env

@@ -75,6 +75,9 @@ class Relay:
         async def stop() -> None:
             for server in self._servers:
                 server.close()
+            for task in asyncio.all_tasks():  # connections still being relayed
+                if task is not asyncio.current_task():
+                    task.cancel()
 
         if self.loop.is_running():
             asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
