@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from codesign.runtime.serve import BUILD_CACHES, FROZEN, NODE_BUILD  # noqa: E402
-from codesign.sandbox.dependencies import cached_node_modules, hydrate_node_modules  # noqa: E402
-from codesign.sandbox.local import LocalSandbox  # noqa: E402
-from codesign.sandbox.workspace import copy_tree  # noqa: E402
-from codesign.tasks.loader import load_task  # noqa: E402
-from codesign.tasks.select import bundled_suite  # noqa: E402
+from codesign.runtime.serve import BUILD_CACHES, FROZEN, NODE_BUILD
+from codesign.sandbox.dependencies import cached_node_modules, hydrate_node_modules
+from codesign.sandbox.local import LocalSandbox
+from codesign.sandbox.workspace import copy_tree
+from codesign.tasks.loader import load_task
+from codesign.tasks.select import bundled_suite
 
 TASK = "re-team-directory-favorites"
 
