@@ -58,11 +58,11 @@ class Sandbox(Protocol):
         ...
 
     def for_candidate(
-        self, workspace: Path, home: Path, frozen: tuple[str, ...] = (), scratch: tuple[str, ...] = ()
+        self, workspace: Path, home: Path, frozen: tuple[str, ...] = (), caches: tuple[str, ...] = ()
     ) -> Sandbox:
         """A sandbox of the same kind over ``workspace`` for code the model wrote (install, build, serve):
         confined and offline whatever this one allows; ``frozen`` workspace paths are read-only, except their
-        ``scratch`` subfolders, which start empty."""
+        ``caches`` subfolders, which start empty."""
         ...
 
     def close(self) -> None: ...

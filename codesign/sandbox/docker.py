@@ -17,7 +17,6 @@ import socket
 import tarfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 from codesign._types import ExecResult
 from codesign.errors import ConfigError, EnvironmentSetupError
 from codesign.sandbox import scratch
-from codesign.sandbox.local import ServeError
+from codesign.sandbox.local import ServeError, wait_for_server
 from codesign.sandbox.relay import RELAY_JS, Relay
 
 LABEL = "codesign"
@@ -99,10 +98,10 @@ class DockerSandbox:
         remove_leftovers(client)
 
     def for_candidate(
-        self, workspace: Path, home: Path, frozen: tuple[str, ...] = (), scratch: tuple[str, ...] = ()
+        self, workspace: Path, home: Path, frozen: tuple[str, ...] = (), caches: tuple[str, ...] = ()
     ) -> DockerSandbox:
         """A fresh container of the same image and limits for code the model wrote: no network. (``frozen``
-        and ``scratch`` need nothing here: the container gets its own copy of the dependencies.)"""
+        and ``caches`` need nothing here: the container gets its own copy of the dependencies.)"""
         return replace(self, workspace=workspace, home=home, network="none", env={}, candidate=True, _sockets=None,
                        _relay=None,
                        _client=self._client, _container=None, _volume=None, _lock=threading.Lock())  # fmt: skip
@@ -174,18 +173,14 @@ class DockerSandbox:
         self.client().api.exec_start(exec_id, detach=True)
         self._relay = self._relay or Relay()
         base = f"http://127.0.0.1:{self._relay.tcp_to_unix(sock)}"
-        deadline = time.monotonic() + ready_timeout_s
-        while True:
+
+        def exited() -> str | None:
             state = self.client().api.exec_inspect(exec_id)
-            if not state.get("Running") and state.get("ExitCode") is not None:
-                raise ServeError(f"serve command exited with {state['ExitCode']}: {command}")
-            try:
-                with urllib.request.urlopen(base + ready_path, timeout=5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise ServeError(f"app not ready at {ready_path} after {ready_timeout_s:.0f} s") from None
-                time.sleep(0.2)
+            if state.get("Running") or state.get("ExitCode") is None:
+                return None
+            return f"serve command exited with {state['ExitCode']}: {command}"
+
+        wait_for_server(base, ready_path, ready_timeout_s, exited)
         yield base
 
     # --- the Sandbox protocol ------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -123,6 +123,22 @@ class ServeError(Exception):
     """A serve command exited, or its app never answered."""
 
 
+def wait_for_server(base: str, ready_path: str, timeout_s: float, exited: Callable[[], str | None]) -> None:
+    """Poll ``base + ready_path`` until it answers; ``exited()`` says why the server is gone, if it is."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        gone = exited()
+        if gone is not None:
+            raise ServeError(gone)
+        try:
+            with urllib.request.urlopen(base + ready_path, timeout=5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise ServeError(f"app not ready at {ready_path} after {timeout_s:.0f} s") from None
+            time.sleep(0.2)
+
+
 @dataclass
 class LocalSandbox:
     """Commands run with ``bash -c`` in ``workspace`` with a scrubbed environment and a timeout.
@@ -140,7 +156,7 @@ class LocalSandbox:
     read_only: list[str] = field(default_factory=list)  # further host paths commands may read (an agent CLI)
     writable: list[str] = field(default_factory=list)  # further host paths commands may write (an npm cache)
     frozen: list[str] = field(default_factory=list)  # workspace paths mounted read-only (a shared node_modules)
-    scratch: list[str] = field(default_factory=list)  # workspace paths given an empty private tmpfs (tool caches)
+    caches: list[str] = field(default_factory=list)  # workspace paths given an empty private tmpfs (tool caches)
     _forwards: dict[int, Path] = field(default_factory=dict)
     _relay: Relay | None = None
     _sockets: Path | None = None
@@ -156,12 +172,12 @@ class LocalSandbox:
         return self.confine or not self.network
 
     def for_candidate(
-        self, workspace: Path, home: Path, frozen: tuple[str, ...] = (), scratch: tuple[str, ...] = ()
+        self, workspace: Path, home: Path, frozen: tuple[str, ...] = (), caches: tuple[str, ...] = ()
     ) -> LocalSandbox:
         """The same kind of sandbox for code the model wrote (install, build, serve): always confined and
         offline, whatever this one allows."""
         return replace(self, workspace=workspace, home=home, confine=True, network=False, env=None,
-                       read_only=[], writable=[], frozen=list(frozen), scratch=list(scratch), _forwards={},
+                       read_only=[], writable=[], frozen=list(frozen), caches=list(caches), _forwards={},
                        _relay=None, _sockets=None)  # fmt: skip
 
     def check(self) -> None:
@@ -209,7 +225,7 @@ class LocalSandbox:
         for rel in self.frozen:
             if (self.workspace / rel).exists():
                 argv += ["--ro-bind", str(self.workspace / rel), str(self.workspace / rel)]
-        for rel in self.scratch:  # the mount point is made on the host: a read-only parent cannot get one later
+        for rel in self.caches:  # the mount point is made on the host: a read-only parent cannot get one later
             if (self.workspace / rel).parent.is_dir():
                 (self.workspace / rel).mkdir(exist_ok=True)
                 argv += ["--tmpfs", str(self.workspace / rel)]
@@ -284,19 +300,14 @@ class LocalSandbox:
                                     env=self._environment(None), stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         base = f"http://127.0.0.1:{host_port}"
+
+        def exited() -> str | None:
+            if proc.poll() is None:
+                return None
+            return f"serve command exited with {proc.returncode}: {command}\n{log.read_text(errors='replace')[-1500:]}"
+
         try:
-            deadline = time.monotonic() + ready_timeout_s
-            while True:
-                if proc.poll() is not None:
-                    raise ServeError(f"serve command exited with {proc.returncode}: {command}\n"
-                                     f"{log.read_text(errors='replace')[-1500:]}")  # fmt: skip
-                try:
-                    with urllib.request.urlopen(base + ready_path, timeout=5):
-                        break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise ServeError(f"app not ready at {ready_path} after {ready_timeout_s:.0f} s") from None
-                    time.sleep(0.2)
+            wait_for_server(base, ready_path, ready_timeout_s, exited)
             yield base
         finally:
             kill_group(proc.pid)

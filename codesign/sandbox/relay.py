@@ -34,7 +34,8 @@ class Relay:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self._servers: list[asyncio.AbstractServer] = []
-        threading.Thread(target=self.loop.run_forever, daemon=True, name="codesign-relay").start()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="codesign-relay")
+        self._thread.start()
 
     def unix_to_tcp(self, socket_path: Path, port: int) -> None:
         """Connections to ``socket_path`` reach 127.0.0.1:``port`` on the host (e.g. the model proxy)."""
@@ -75,11 +76,15 @@ class Relay:
         async def stop() -> None:
             for server in self._servers:
                 server.close()
-            for task in asyncio.all_tasks():  # connections still being relayed
-                if task is not asyncio.current_task():
-                    task.cancel()
+            connections = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in connections:
+                task.cancel()
+            await asyncio.gather(*connections, return_exceptions=True)
 
-        if self.loop.is_running():
-            asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
-            self.loop.call_soon_threadsafe(self.loop.stop)
+        if self.loop.is_closed():
+            return
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
         self._servers.clear()
