@@ -44,6 +44,8 @@ class Program:
 PROGRAMS: tuple[Program, ...] = (
     Program("chromium", "evidence, probes, judges and the screenshot tool (driven by Playwright)", "chromium",
             groups=("run", "test")),
+    Program("playwright", "Playwright's driver (its own Node.js build, which needs libatomic)", "libatomic1",
+            groups=("run", "test")),
     Program("bwrap", "sandbox=confined, and every install, build and server of a candidate's code",
             "bubblewrap", groups=("run", "test")),
     Program("git", "workspace baselines, diffs and patch application", source="prerequisite",
@@ -98,6 +100,8 @@ def _present(program: Program) -> bool:
         return find_chromium() is not None
     if program.name == "busybox":
         return Path("/bin/busybox").is_file()
+    if program.name == "playwright":  # the pip package's driver: it runs only if its shared libraries exist
+        return subprocess.run([sys.executable, "-m", "playwright", "--version"], capture_output=True).returncode == 0
     return shutil.which(program.name) is not None
 
 
