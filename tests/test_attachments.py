@@ -66,3 +66,21 @@ def test_audio_for_a_model_that_can_listen_is_input_audio():
     parts = content_parts(attachment("me-podcast-audio-chapters"), audio=True)
     [audio] = [p for p in parts if p["type"] == "input_audio"]
     assert audio["input_audio"]["format"] == "mp3" and len(base64.b64decode(audio["input_audio"]["data"])) > 1000
+
+
+def test_a_missing_media_library_stops_the_run_before_any_trial_naming_tasks_and_fix(monkeypatch, tmp_path):
+    import sys
+
+    import pytest
+
+    from codesign.errors import EnvironmentSetupError
+    from codesign.runner import prepare
+    from tests.helpers import compose_config
+
+    monkeypatch.setitem(sys.modules, "av", None)  # `import av` now fails, as on a broken install
+    cfg = compose_config("tasks=sample", "tracker=none", "executor=inline")
+    with pytest.raises(EnvironmentSetupError) as err:
+        prepare(cfg, tmp_path)
+    message = str(err.value)
+    assert "av (video: me-product-video-card)" in message and "make setup" in message
+    assert "me-bakery-header-mockup" not in message  # an image task needs no video library

@@ -296,3 +296,59 @@ def test_a_task_served_by_its_own_command_is_evaluated_in_the_sandbox(sandbox, t
     out.mkdir()
     row = run(cfg, out)["tasks"].row(0, named=True)
     assert row["status"] == "ok" and row["strict"] == 1.0, row
+
+
+@pytest.mark.browser
+def test_the_browser_reaches_loopback_only_and_the_static_server_stays_in_its_folder(tmp_path, browser, loop):
+    """A service on this machine's own network address (reachable without the proxy) is refused to the app."""
+    import functools
+    import http.server
+    import socket
+    import threading
+
+    from codesign.runtime.serve import static_server
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<h1>app</h1>")
+    (site / "ok.txt").write_text("inside")
+    secret = tmp_path / "secret.txt"
+    secret.write_text(f"host file {TOKEN}")
+    (site / "planted.txt").symlink_to(secret)  # a candidate's symlink to a host file
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("10.255.255.255", 1))  # no packet is sent: this picks the outward interface
+        address = probe.getsockname()[0]
+    if address.startswith("127."):
+        unavailable("this machine has no network address besides loopback")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    outside = http.server.ThreadingHTTPServer(("0.0.0.0", 0), handler)
+    threading.Thread(target=outside.serve_forever, daemon=True).start()
+    remote = f"http://{address}:{outside.server_address[1]}/ok.txt"
+    assert urllib.request.urlopen(remote, timeout=10).read() == b"inside"  # reachable without the proxy
+
+    async def visit(url: str) -> dict:
+        context = await browser.context()
+        try:
+            page = await context.new_page()
+            await page.goto(url)
+            fetch = "u => fetch(u).then(r => r.status + ' ' + r.statusText + ' ' + r.headers.get('x') , e => 'blocked')"
+            text = "u => fetch(u).then(r => r.text(), e => 'blocked')"
+            return {
+                "loopback": await page.evaluate(text, url + "/ok.txt"),
+                "symlink": await page.evaluate(fetch, url + "/planted.txt"),
+                # no-cors: an opaque answer if the request got through, a rejection if the network refused it
+                "remote": await page.evaluate(
+                    "u => fetch(u, {mode: 'no-cors'}).then(r => r.type, e => 'blocked')", remote
+                ),
+            }
+        finally:
+            await context.close()
+
+    try:
+        with static_server(site, spa_fallback=False) as url:
+            seen = loop.run(visit(url))
+    finally:
+        outside.shutdown()
+    assert seen["loopback"] == "inside"
+    assert seen["symlink"].startswith("404") and TOKEN not in seen["symlink"]
+    assert seen["remote"] == "blocked"

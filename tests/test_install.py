@@ -111,3 +111,19 @@ def test_the_list_names_every_program_with_its_use(capsys, monkeypatch):
     out = capsys.readouterr().out
     for p in install.PROGRAMS:
         assert p.name in out and p.used_by in out
+
+
+@pytest.mark.parametrize(("env", "outcome"), [({}, "skipped"), ({"CI": "true"}, "failed"),
+                                             ({"CODESIGN_REQUIRE": "all"}, "failed")])  # fmt: skip
+def test_missing_machinery_skips_except_where_everything_is_required(tmp_path, env, outcome):
+    import subprocess
+    import sys
+
+    (tmp_path / "test_needs.py").write_text(
+        "from tests.conftest import unavailable\n\ndef test_needs_an_engine():\n    unavailable('no engine here')\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in ("CI", "CODESIGN_REQUIRE")}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                          capture_output=True, text=True, env={**clean, **env, "PYTHONPATH": str(PACKAGE.parent)},
+                          cwd=PACKAGE.parent)  # fmt: skip
+    assert f"1 {outcome}" in proc.stdout, proc.stdout[-2000:]
