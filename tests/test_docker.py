@@ -38,7 +38,8 @@ def sandbox(image, tmp_path):
 
 
 def test_workspace_is_copied_in_and_back(sandbox):
-    r = sandbox.execute("cat index.html && rm src/old.js && echo new > src/new.js && echo more >> index.html")
+    r = sandbox.execute("cat index.html && rm src/old.js && echo new > src/new.js && echo more >> index.html"
+                        " && ln -s /etc/passwd host-file && ln -s index.html page.html")  # fmt: skip
     assert r.returncode == 0 and "<h1>hello</h1>" in r.output
     sandbox.write_file("deep/er/file.txt", "written\n")
     assert sandbox.read_file("deep/er/file.txt") == "written\n"
@@ -47,6 +48,8 @@ def test_workspace_is_copied_in_and_back(sandbox):
     assert (ws / "index.html").read_text() == "<h1>hello</h1>\nmore\n"
     assert not (ws / "src" / "old.js").exists() and (ws / "src" / "new.js").read_text() == "new\n"
     assert (ws / "deep" / "er" / "file.txt").is_file()
+    # A link inside the workspace comes back; one to a path of the host does not.
+    assert (ws / "page.html").is_symlink() and not (ws / "host-file").is_symlink()
 
 
 def test_limits_are_enforced(sandbox):

@@ -276,7 +276,24 @@ class DockerSandbox:
             shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
         with tarfile.open(fileobj=data) as tar:
             members = [m for m in tar.getmembers() if m.name.split("/")[0] not in ("node_modules", *keep)]
-            tar.extractall(dest, members=members, filter="data")
+            # tarfile's "data" filter came with Python 3.11.4; _contained does its job on older versions too.
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            tar.extractall(dest, members=list(_contained(members)), **safe)
+
+
+def _contained(members: list[tarfile.TarInfo]) -> Iterator[tarfile.TarInfo]:
+    """Regular files, folders and links that stay inside the destination; anything else a candidate left in
+    its container (an absolute symlink to a host path, a device) is not copied out."""
+    for m in members:
+        if m.name.startswith("/") or ".." in Path(m.name).parts:
+            continue
+        if m.issym() or m.islnk():
+            base = os.path.dirname(m.name) if m.issym() else ""
+            if m.linkname.startswith("/") or os.path.normpath(os.path.join(base, m.linkname)).startswith(".."):
+                continue
+        elif not (m.isfile() or m.isdir()):
+            continue
+        yield m
 
 
 def remove_leftovers(client: Any) -> int:

@@ -49,8 +49,10 @@ def ensure_cli(version: str) -> Path:
     with open(prefix.parent / f".claude-code-{version}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent trials install once
         if not exe.is_file():
-            proc = subprocess.run(["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
-                                   "--loglevel=error", f"{PACKAGE}@{version}"], capture_output=True, text=True,
+            # A project-local install (not --prefix, which would also move npm's global config: its CA settings)
+            (prefix / "package.json").write_text('{"private": true}\n')
+            proc = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
+                                   f"{PACKAGE}@{version}"], cwd=prefix, capture_output=True, text=True,
                                   timeout=600)  # fmt: skip
             if proc.returncode != 0 or not exe.is_file():
                 raise EnvironmentSetupError(
