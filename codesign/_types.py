@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
+
+# Config value ranges: components annotate their fields with these, and preflight refuses anything outside.
+Count = Annotated[int, Field(ge=1)]  # one or more (turns, workers, trials in flight)
+NonNegative = Annotated[int, Field(ge=0)]  # zero or more (retries)
+Seconds = Annotated[float, Field(gt=0)]  # a positive duration
+Dollars = Annotated[float, Field(gt=0)]  # a positive amount
 
 
 class Verdict(StrEnum):

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import inspect
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +63,86 @@ def build(cfg: dict[str, Any]) -> Any:
     return instantiate(cfg, _convert_="all")
 
 
+# Arguments codesign passes itself when it builds a component (not config keys).
+_SUPPLIED = {"workspace", "home", "hide", "reference_patch"}
+
+
+def validate_component(cfg: dict[str, Any], where: str) -> None:
+    """Refuse a component config before any trial: an unknown ``_target_``, unknown keys (with the closest
+    valid name), values of the wrong type or out of range (the component's own annotations and ``Field``
+    constraints are the schema). Nested configs with a ``_target_`` (an evaluator's judge) are checked too."""
+    import pydantic
+
+    target = cfg.get("_target_")
+    try:
+        factory = get_method(target) if isinstance(target, str) else None
+    except Exception:
+        factory = None
+    if factory is None:
+        raise ConfigError(f"{where}._target_ {target!r} cannot be imported", "point it at a class or function")
+    if dataclasses.is_dataclass(factory):
+        allowed = {f.name for f in dataclasses.fields(factory) if f.init and not f.name.startswith("_")}
+    else:
+        allowed = set(inspect.signature(factory).parameters)
+    hints = typing.get_type_hints(factory, include_extras=True)
+    for key, value in cfg.items():
+        if key.startswith("_"):
+            continue
+        if key not in allowed - _SUPPLIED:
+            close = difflib.get_close_matches(key, sorted(allowed - _SUPPLIED), n=1)
+            raise ConfigError(f"{where}.{key} is not a setting of {target}",
+                              (f"did you mean {where}.{close[0]}? " if close else "")
+                              + f"allowed: {', '.join(sorted(allowed - _SUPPLIED))}")  # fmt: skip
+        if isinstance(value, dict) and "_target_" in value:
+            validate_component(value, f"{where}.{key}")
+            continue
+        if key in hints:
+            try:
+                pydantic.TypeAdapter(hints[key]).validate_python(value, strict=False)
+            except pydantic.ValidationError as e:
+                problem = "; ".join(err["msg"] for err in e.errors())
+                raise ConfigError(f"{where}.{key}={value!r} is not allowed: {problem}",
+                                  f"expected {_describe(hints[key])}") from None  # fmt: skip
+
+
+def _describe(hint: Any) -> str:
+    """A type as a user reads it: ``int ≥ 1``, ``float > 0 or None``."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is typing.Annotated:
+        signs = (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<"))
+        constraints = [c for meta in args[1:] for c in getattr(meta, "metadata", [meta])]
+        bounds = [f"{sign} {getattr(c, attr)}" for c in constraints for attr, sign in signs if hasattr(c, attr)]
+        return " ".join([_describe(args[0]), *bounds])
+    if args and typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args)
+    if args:
+        return str(hint).replace("typing.", "")
+    return "None" if hint is type(None) else getattr(hint, "__name__", str(hint))
+
+
+def _validate_run_settings(cfg: Any) -> None:
+    """The run-wide keys of ``conf/config.yaml`` (not components): each with its type and range."""
+    import pydantic
+
+    from codesign._types import Dollars
+
+    schema: dict[str, Any] = {
+        "seeds": typing.Annotated[list[int], pydantic.Field(min_length=1)],
+        "budget.max_cost_usd": Dollars | None,
+        "attribution.below": typing.Annotated[float, pydantic.Field(ge=0, le=1)] | None,
+        "stages.evaluate": bool,
+        "store.reuse": bool,
+    }
+    for key, hint in schema.items():
+        value = OmegaConf.select(cfg, key)
+        value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+        try:
+            pydantic.TypeAdapter(hint).validate_python(value, strict=False)
+        except pydantic.ValidationError as e:
+            problem = "; ".join(err["msg"] for err in e.errors())
+            raise ConfigError(f"{key}={value!r} is not allowed: {problem}", f"expected {_describe(hint)}") from None
+
+
 def preflight(cfg: Any) -> None:
     """Checks that must fail before any trial starts (a missing API key, a missing CLI or engine):
     the model, harness and sandbox classes may define ``check()``; each is built once here and checked."""
@@ -73,6 +158,10 @@ def preflight(cfg: Any) -> None:
     from codesign.sandbox.local import LocalSandbox
 
     LocalSandbox(Path("."), Path("."), confine=True).check()
+    _validate_run_settings(cfg)
+    for group in ("model", "harness", "regime", "sandbox", "evaluator", "tracker", "executor"):
+        if cfg.get(group) is not None:
+            validate_component(OmegaConf.to_container(cfg[group], resolve=True), group)
     for group in ("model", "harness", "sandbox", "evaluator"):
         node = cfg.get(group)
         if node is None or node.get("uses_reference") or not hasattr(get_class(node._target_), "check"):

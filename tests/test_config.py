@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hydra.utils import get_class
 
 from tests.helpers import cli, compose_config
@@ -58,3 +59,37 @@ def test_incompatible_harness_and_sandbox_fail_before_any_trial():
     proc = cli("harness=claude_code", "sandbox=docker", "tracker=none", timeout=60)
     assert proc.returncode != 0
     assert "cannot run in sandbox DockerSandbox" in proc.stderr and "sandbox=local" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        (
+            ["+harness.max_format_eror=1"],
+            ["harness.max_format_eror is not a setting", "did you mean harness.max_format_errors"],
+        ),
+        (["+harness.foo=1"], ["harness.foo is not a setting", "allowed: max_format_errors"]),
+        (["regime.max_turns=abc"], ["regime.max_turns='abc' is not allowed", "expected int ≥ 1"]),
+        (["regime.max_turns=0"], ["greater than or equal to 1", "expected int ≥ 1"]),
+        (["executor.max_concurrency=0"], ["executor.max_concurrency=0 is not allowed"]),
+        (["sandbox=docker", "sandbox.cpus=-2"], ["sandbox.cpus=-2 is not allowed", "expected float > 0"]),
+        (["seeds=[]"], ["seeds=[] is not allowed", "at least 1 item"]),
+        (["attribution.below=2"], ["attribution.below=2 is not allowed", "≤ 1"]),
+        (["evaluator=llm", "+evaluator.judge.tempreature=1"], ["did you mean evaluator.judge.temperature"]),
+        (["model=litellm", "model.model=x", "model.timeout_s=-1"], ["model.timeout_s=-1 is not allowed"]),
+    ],
+)
+def test_config_mistakes_are_refused_before_any_trial_naming_key_and_what_is_allowed(overrides, says):
+    from codesign.build import preflight
+    from codesign.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        preflight(compose_config(*overrides))
+    for text in says:
+        assert text in str(err.value), str(err.value)
+
+
+def test_a_config_mistake_stops_the_cli_with_the_message_and_runs_nothing(tmp_path):
+    proc = cli("regime.max_turns=0", "tracker=none", f"store.root={tmp_path}", timeout=120)
+    assert proc.returncode != 0 and "regime.max_turns=0 is not allowed" in proc.stderr
+    assert not (tmp_path / "trials").exists()

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from codesign._types import CriterionVerdict, Verdict
+from codesign._types import Count, CriterionVerdict, NonNegative, Verdict
 from codesign.build import construct
 from codesign.evaluate import probes
 from codesign.evaluate.audit import AuditViolation, audit
@@ -33,7 +33,7 @@ class ProbeEvaluator:
     graded here and counts as FAIL (``not_gradable``): a skipped check never counts as a pass."""
 
     name: str = "probe"
-    concurrency: int = 4  # probes graded at once (each interactive probe has its own browser context)
+    concurrency: Count = 4  # probes graded at once (each interactive probe has its own browser context)
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
         gate = asyncio.Semaphore(self.concurrency)
@@ -70,9 +70,9 @@ class LLMEvaluator:
     verifier: dict[str, Any] | None = None  # null: no refutation step
     name: str = "llm"
     use_probes: bool = False
-    max_actions: int = 8  # browser actions per criterion, per judge or verifier
-    max_format_retries: int = 2  # malformed replies re-asked before recording an evaluator error
-    concurrency: int = 4  # criteria graded at once
+    max_actions: NonNegative = 8  # browser actions per criterion, per judge or verifier
+    max_format_retries: NonNegative = 2  # malformed replies re-asked before recording an evaluator error
+    concurrency: Count = 4  # criteria graded at once
     judge_prompt: str = "judge_v1.md"
     verifier_prompt: str = "verifier_v1.md"
     aria: bool = True  # collect ARIA snapshots (accessibility evidence)

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from codesign._types import TrialRecord
+from codesign._types import Count, TrialRecord
 from codesign.execute import Budget
 from codesign.runtime.browser import Browser
 from codesign.trial import TrialSpec, run_trial_safely
@@ -16,7 +16,7 @@ from codesign.trial import TrialSpec, run_trial_safely
 
 @dataclass
 class InlineExecutor:
-    max_concurrency: int = 4  # trials in flight at once
+    max_concurrency: Count = 4  # trials in flight at once
     browser_executable: str | None = None
 
     def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],

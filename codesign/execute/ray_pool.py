@@ -12,9 +12,11 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from codesign._types import TrialRecord, TrialStatus
+from pydantic import Field
+
+from codesign._types import Count, NonNegative, TrialRecord, TrialStatus
 from codesign.execute import Budget
 
 
@@ -66,11 +68,11 @@ def ensure_ray(address: str | None, num_cpus: int | None = None, runtime_env: di
 @dataclass
 class RayExecutor:
     address: str | None = None  # None: $RAY_ADDRESS, else a new local instance
-    num_workers: int = 2  # actors (each with its own browser)
-    max_concurrency: int = 8  # trials in flight per actor
-    worker_num_cpus: float = 0.5
-    local_num_cpus: int | None = None  # CPUs of the local instance (None: all)
-    max_retries: int = 2  # re-runs of a trial whose actor died (infrastructure), never of agent failures
+    num_workers: Count = 2  # actors (each with its own browser)
+    max_concurrency: Count = 8  # trials in flight per actor
+    worker_num_cpus: Annotated[float, Field(ge=0)] = 0.5
+    local_num_cpus: Count | None = None  # CPUs of the local instance (None: all)
+    max_retries: NonNegative = 2  # re-runs of a trial whose actor died (infrastructure), never of agent failures
     browser_executable: str | None = None
     runtime_env: dict[str, Any] | None = None  # e.g. {working_dir: ., pip: [...]} for a remote cluster
     resources: dict[str, float] = field(default_factory=dict)  # custom resources per actor, e.g. {browser: 1}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from codesign._types import ExecResult
+from codesign._types import Count, ExecResult, Seconds
 from codesign.errors import ConfigError, EnvironmentSetupError
 from codesign.sandbox import scratch
 from codesign.sandbox.local import ServeError, wait_for_server
@@ -52,12 +52,12 @@ class DockerSandbox:
     image: str = "codesign/node:20"
     network: str = "none"  # Docker network mode: none, host, or a network name
     memory: str = "2g"
-    cpus: float = 1.0
-    pids_limit: int = 512
+    cpus: Seconds = 1.0
+    pids_limit: Count = 512
     user: str = "1000:1000"
     workdir: str = "/sandbox/app"  # the workspace inside the container; its parent is a volume
     shell: str = "sh"
-    command_timeout_s: float = 120.0
+    command_timeout_s: Seconds = 120.0
     read_only_root: bool = True  # the image is read-only; only /workspace (a volume) and /tmp are writable
     docker_host: str | None = None  # None: $DOCKER_HOST, else the engine `python -m codesign.install docker` starts
     env: dict[str, str] = field(default_factory=dict)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from codesign._types import ExecResult
+from codesign._types import ExecResult, Seconds
 from codesign.errors import ConfigError, EnvironmentSetupError
 from codesign.sandbox import scratch
 from codesign.sandbox.relay import RELAY_JS, Relay
@@ -148,7 +148,7 @@ class LocalSandbox:
 
     workspace: Path
     home: Path
-    command_timeout_s: float = 120.0
+    command_timeout_s: Seconds = 120.0
     env: dict[str, str] | None = None
     confine: bool = False  # bubblewrap: only system files, the workspace and a private HOME are visible
     network: bool = True  # False: an empty network namespace (host services only through `forward`)

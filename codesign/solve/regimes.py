@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codesign._protocols import Harness, Model, Sandbox
+from codesign._types import Count, Dollars, Seconds
 from codesign.solve import prompts
 from codesign.solve.attachments import content_parts
 from codesign.solve.edits import EditError, apply_edits, parse_edits
@@ -43,9 +44,9 @@ class Agentic:
     """The harness runs its own loop until it submits or a cap (turns, wall time, cost) is hit."""
 
     name: str = "agentic"
-    max_turns: int = 120
-    max_wall_s: float = 3 * 3600.0
-    max_cost_usd: float | None = None
+    max_turns: Count = 120
+    max_wall_s: Seconds = 3 * 3600.0
+    max_cost_usd: Dollars | None = None
 
     def limits(self) -> Limits:
         return Limits(self.max_turns, self.max_wall_s, self.max_cost_usd)
@@ -69,10 +70,10 @@ class SingleShot:
 
     uses_harness = False
     name: str = "single_shot"
-    max_source_tokens: int = 60_000  # budget for source files (estimated at 4 characters per token)
-    max_file_chars: int = 80_000  # larger files are listed but not included
-    max_wall_s: float = 3600.0
-    max_cost_usd: float | None = None
+    max_source_tokens: Count = 60_000  # budget for source files (estimated at 4 characters per token)
+    max_file_chars: Count = 80_000  # larger files are listed but not included
+    max_wall_s: Seconds = 3600.0
+    max_cost_usd: Dollars | None = None
     system_prompt: str = field(default_factory=lambda: prompts.load("single_shot.md"))
     task_template: str = field(default_factory=lambda: prompts.load("task.md"))
 

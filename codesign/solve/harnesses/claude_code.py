@@ -20,6 +20,7 @@ from typing import Any
 from jinja2 import StrictUndefined, Template
 
 from codesign._protocols import Model, Sandbox
+from codesign._types import NonNegative
 from codesign.errors import EnvironmentSetupError
 from codesign.solve import prompts
 from codesign.solve.ended import AgentError, Submitted, TimeCapReached, TurnCapReached
@@ -69,7 +70,7 @@ class ClaudeCodeHarness:
     name: str = "claude_code"
     version: str = "2.1.197"  # pinned: the newest release that installs cleanly on Node 20
     cli: str | None = None  # a claude binary to use instead of the pinned install
-    max_api_retries: int = 2  # CLAUDE_CODE_MAX_RETRIES: the default 10 costs minutes against a dead endpoint
+    max_api_retries: NonNegative = 2  # CLAUDE_CODE_MAX_RETRIES: the default 10 costs minutes against a dead endpoint
     extra_args: list[str] = field(default_factory=list)
     task_template: str = field(default_factory=lambda: prompts.load("task.md"))
     instructions: str = field(default_factory=lambda: prompts.load("claude_code.md"))

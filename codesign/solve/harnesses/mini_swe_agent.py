@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from codesign._protocols import Model, ModelReply, Sandbox
+from codesign._types import Seconds
 from codesign.solve import prompts
 from codesign.solve.ended import AgentError, CostCapReached, Submitted, TimeCapReached, TurnCapReached
 from codesign.solve.preview import Preview
@@ -121,7 +122,7 @@ def _bash_tool() -> dict[str, Any]:
 class MiniSweAgentHarness:
     name: str = "mini_swe_agent"
     config_file: str = "mini.yaml"  # mini-swe-agent's own packaged agent config (prompts, templates)
-    command_timeout_s: float = 120.0
+    command_timeout_s: Seconds = 120.0
     agent: dict[str, Any] = field(default_factory=dict)  # overrides of its AgentConfig (templates, limits)
     task_template: str = field(default_factory=lambda: prompts.load("task.md"))
 

@@ -14,6 +14,7 @@ from typing import Any
 from jinja2 import StrictUndefined, Template
 
 from codesign._protocols import Model, Sandbox
+from codesign._types import Count
 from codesign.solve import prompts
 from codesign.solve.attachments import content_parts, downscale
 from codesign.solve.ended import AgentError, Submitted
@@ -105,8 +106,8 @@ class NativeHarness:
     name: str = "native"
     system_template: str = field(default_factory=lambda: prompts.load("native_system.md"))
     task_template: str = field(default_factory=lambda: prompts.load("task.md"))
-    max_observation_chars: int = 12_000
-    max_format_errors: int = 3  # consecutive turns with unusable tool calls before giving up
+    max_observation_chars: Count = 12_000
+    max_format_errors: Count = 3  # consecutive turns with unusable tool calls before giving up
 
     def solve(
         self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None

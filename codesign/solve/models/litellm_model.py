@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codesign._protocols import ModelReply
-from codesign._types import Usage
+from codesign._types import Count, NonNegative, Seconds, Usage
 from codesign.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -49,17 +49,17 @@ class LitellmModel:
     api_key_env: str | None = None  # environment variable holding the key (None: the provider's default)
     api_base: str | None = None  # custom endpoint (OpenAI-compatible servers, proxies)
     temperature: float | None = 0.0
-    max_tokens: int = 8192
+    max_tokens: Count = 8192
     seed: int | None = None
-    timeout_s: float = 600.0
-    max_retries: int = 6  # retries of rate-limit / server / connection errors
-    backoff_s: float = 2.0  # first retry delay; doubles, with jitter, up to max_backoff_s
-    max_backoff_s: float = 60.0
+    timeout_s: Seconds = 600.0
+    max_retries: NonNegative = 6  # retries of rate-limit / server / connection errors
+    backoff_s: Seconds = 2.0  # first retry delay; doubles, with jitter, up to max_backoff_s
+    max_backoff_s: Seconds = 60.0
     # Prices in USD per million tokens; when set they take precedence over litellm's price table.
     input_cost_per_mtok: float | None = None
     output_cost_per_mtok: float | None = None
     cached_input_cost_per_mtok: float | None = None
-    context_window: int | None = None  # tokens; single-shot regimes budget the prompt against it
+    context_window: Count | None = None  # tokens; single-shot regimes budget the prompt against it
     supports_vision: bool = True
     supports_audio: bool = False
     stream: bool = False  # stream replies (some gateways only stream); the chunks are rebuilt into one reply
