@@ -139,6 +139,8 @@ class Evaluation:
     message: str = ""
     wall_s: float = 0.0
     telemetry: dict[str, Any] = field(default_factory=dict)  # judge / verifier calls, tokens, cost
+    # Why this evaluation must be graded again next run (an app timeout): it is used, never stored as finished.
+    transient: str = ""
 
 
 @dataclass

@@ -80,6 +80,7 @@ def _evaluation_from(d: dict[str, Any]) -> Evaluation:
         d.get("message", ""),
         d.get("wall_s", 0.0),
         d.get("telemetry", {}),
+        d.get("transient", ""),
     )
 
 
@@ -113,6 +114,10 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
                 {"spec": asdict(spec), "task_hash": task.content_hash, "telemetry": asdict(result.telemetry)},
             )
 
+    if record.telemetry.exit_status == ExitStatus.INFRA_ERROR:
+        # The framework or its environment failed the solve: an error to report, never a zero to average.
+        record.status, record.message = TrialStatus.INFRA_ERROR.value, f"solve: {record.telemetry.message}"
+        return record
     if not spec.evaluate:
         record.status = TrialStatus.SOLVED.value
         return record
@@ -131,7 +136,8 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
         except Exception as e:  # the evaluation machinery failed: reported as an error, never as a zero
             record.status, record.message = TrialStatus.INFRA_ERROR.value, f"evaluation failed: {e}"
             return record
-        write_json(eval_dir / "evaluation.json", {"evaluator": spec.evaluator, **asdict(record.evaluation)})
+        if not record.evaluation.transient:  # an app timeout is graded again next run, never reused
+            write_json(eval_dir / "evaluation.json", {"evaluator": spec.evaluator, **asdict(record.evaluation)})
     record.status = record.evaluation.status
     if record.status != TrialStatus.OK:
         record.message = record.evaluation.message

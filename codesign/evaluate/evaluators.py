@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from codesign._types import Count, CriterionVerdict, NonNegative, Verdict
+from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Verdict
 from codesign.build import construct
 from codesign.evaluate import probes
 from codesign.evaluate.audit import AuditViolation, audit
@@ -23,6 +23,7 @@ from codesign.evaluate.judge import (
     select_evidence,
     user_message,
 )
+from codesign.runtime.waiting import AppUnresponsive
 from codesign.tasks.loader import Task
 from codesign.tasks.schema import Criterion
 
@@ -34,6 +35,7 @@ class ProbeEvaluator:
 
     name: str = "probe"
     concurrency: Count = 4  # probes graded at once (each interactive probe has its own browser context)
+    timeout_s: Seconds = 1800.0  # a whole evaluation (evidence and grading); far above what a working app needs
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
         gate = asyncio.Semaphore(self.concurrency)
@@ -78,6 +80,7 @@ class LLMEvaluator:
     aria: bool = True  # collect ARIA snapshots (accessibility evidence)
     frames: list[float] = field(default_factory=lambda: [0.5, 1.5])  # timed frames after load (motion)
     audit: bool = True
+    timeout_s: Seconds = 3600.0  # a whole evaluation, model calls included
     _stats: dict[str, CallStats] = field(default_factory=dict)
     _errors: int = 0
 
@@ -117,7 +120,12 @@ class LLMEvaluator:
             async with gate:
                 if self.use_probes and c.probe is not None:
                     return await probes.grade(c, session)
-                return await self._grade(task, c, session)
+                try:
+                    return await self._grade(task, c, session)
+                except AppUnresponsive as e:  # the app hung under the judge's actions: its failure, graded again
+                    session.timeouts.append(str(e))
+                    return CriterionVerdict(c.id, c.kind, c.preserve, Verdict.FAIL.value, "judge", str(e), [],
+                                            "timeout")  # fmt: skip
 
         verdicts = list(await asyncio.gather(*(one(c) for c in task.criteria)))
         problems = audit(verdicts, session.items) if self.audit else []

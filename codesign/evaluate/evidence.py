@@ -15,12 +15,7 @@ from typing import Any
 
 from codesign._types import EvidenceItem
 from codesign.runtime.browser import Browser
-
-_SETTLE_JS = """async () => {
-  if (document.fonts && document.fonts.ready) { await document.fonts.ready; }
-  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-}"""
-
+from codesign.runtime.waiting import AppUnresponsive, bounded, settle
 
 _STATE_JS = """() => {
   const values = Array.from(document.querySelectorAll('input, textarea, select')).map(
@@ -37,7 +32,7 @@ async def state_fingerprint(page: Any) -> dict[str, str]:
     """What a user-visible state change would alter: URL, DOM, form values, storage, scroll position."""
     import hashlib
 
-    raw = await page.evaluate(_STATE_JS)
+    raw = await bounded(page.evaluate(_STATE_JS), page, "reading the page state")
     return {"url": page.url, "state": hashlib.sha1(raw.encode()).hexdigest()[:12]}
 
 
@@ -54,6 +49,11 @@ class LoadedPage:
     console: list[dict[str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     network: list[dict[str, Any]] = field(default_factory=list)
+    inflight: set[Any] = field(default_factory=set)  # requests sent and not yet answered (settling waits on them)
+    load_error: str | None = None  # the page never finished loading: the app's failure
+
+    async def settle(self) -> bool:
+        return await settle(self.page, self.inflight)
 
 
 @dataclass
@@ -66,6 +66,7 @@ class EvidenceSession:
     workspace: Path
     items: dict[str, EvidenceItem] = field(default_factory=dict)
     pages: dict[tuple[str, str], LoadedPage] = field(default_factory=dict)
+    timeouts: list[str] = field(default_factory=list)  # app timeouts met while grading: not stored as finished
     _contexts: dict[str, Any] = field(default_factory=dict)
 
     def add(self, item: EvidenceItem) -> str:
@@ -90,13 +91,24 @@ class EvidenceSession:
         loaded = LoadedPage(page, route, viewport, None)
         page.on("console", lambda m: loaded.console.append({"type": m.type, "text": m.text}))
         page.on("pageerror", lambda e: loaded.errors.append(str(e)))
-        page.on("requestfinished", lambda r: loaded.network.append({"url": r.url, "method": r.method}))
-        page.on(
-            "requestfailed", lambda r: loaded.network.append({"url": r.url, "method": r.method, "failure": r.failure})
-        )
-        response = await page.goto(self.base_url + route, wait_until="load", timeout=20_000)
-        loaded.status = response.status if response else None
-        await page.evaluate(_SETTLE_JS)
+        page.on("request", lambda r: loaded.inflight.add(r))
+
+        def finished(request: Any, failure: str | None = None) -> None:
+            loaded.inflight.discard(request)
+            entry = {"url": request.url, "method": request.method}
+            loaded.network.append({**entry, "failure": failure} if failure else entry)
+
+        page.on("requestfinished", finished)
+        page.on("requestfailed", lambda r: finished(r, r.failure or "failed"))
+        where = f"loading {route} at {viewport}"
+        try:
+            response = await bounded(page.goto(self.base_url + route, wait_until="commit", timeout=0), page, where)
+            loaded.status = response.status if response else None
+            await bounded(page.wait_for_load_state("load", timeout=0), page, where)
+            await loaded.settle()
+        except AppUnresponsive as e:  # evidence of what is there is still gathered; graders see the reason
+            loaded.load_error = str(e)
+            self.timeouts.append(str(e))
         return loaded
 
     async def collect(self, routes: list[str], viewports: list[str], patch: str, build_log: str,
@@ -113,33 +125,33 @@ class EvidenceSession:
                 name = f"{slug(route)}@{viewport}"
                 if viewport == viewports[0]:
                     self.add(EvidenceItem(f"route:{route}", "route", route=route, data={"status": loaded.status}))
-                shot = await loaded.page.screenshot(full_page=True, type="png")
-                self.add(EvidenceItem(f"shot:{key}", "screenshot", route, viewport, self.write(f"{name}.png", shot)))
-                dom = await loaded.page.content()
-                self.add(EvidenceItem(f"dom:{key}", "dom", route, viewport, self.write(f"{name}.html", dom)))
-                self.add(
-                    EvidenceItem(
-                        f"console:{key}",
-                        "console",
-                        route,
-                        viewport,
-                        data={"messages": loaded.console, "page_errors": loaded.errors},
-                    )
-                )
-                self.add(EvidenceItem(f"network:{key}", "network", route, viewport, data=loaded.network))
-                if aria:
-                    snapshot = await loaded.page.locator("body").aria_snapshot()
-                    self.add(
-                        EvidenceItem(f"aria:{key}", "aria", route, viewport, self.write(f"{name}.aria.yaml", snapshot))
-                    )
-                if frames and viewport == viewports[0]:
-                    timed, waited = [], 0.0
-                    for t in frames:
-                        await loaded.page.wait_for_timeout(max(0.0, t - waited) * 1000)
-                        waited = t
-                        shot = await loaded.page.screenshot(type="jpeg", quality=70)
-                        timed.append((t, self.write(f"{name}@{t:.1f}s.jpg", shot)))
-                    self.add(EvidenceItem(f"frames:{route}", "frames", route, viewport, data=timed))
+                try:
+                    await self._snapshot(loaded, key, name, aria, frames if viewport == viewports[0] else ())
+                except AppUnresponsive as e:  # what was gathered stays; graders see the reason
+                    loaded.load_error = loaded.load_error or str(e)
+                    self.timeouts.append(str(e))
+
+    async def _snapshot(self, loaded: LoadedPage, key: str, name: str, aria: bool, frames: tuple[float, ...]) -> None:
+        page, route, viewport = loaded.page, loaded.route, loaded.viewport
+        self.add(EvidenceItem(f"console:{key}", "console", route, viewport,
+                              data={"messages": loaded.console, "page_errors": loaded.errors}))  # fmt: skip
+        self.add(EvidenceItem(f"network:{key}", "network", route, viewport, data=loaded.network))
+        shot = await bounded(page.screenshot(full_page=True, type="png", timeout=0), page, f"screenshot of {key}")
+        self.add(EvidenceItem(f"shot:{key}", "screenshot", route, viewport, self.write(f"{name}.png", shot)))
+        dom = await bounded(page.content(), page, f"DOM of {key}")
+        self.add(EvidenceItem(f"dom:{key}", "dom", route, viewport, self.write(f"{name}.html", dom)))
+        if aria:
+            snapshot = await bounded(page.locator("body").aria_snapshot(timeout=0), page, f"ARIA of {key}")
+            self.add(EvidenceItem(f"aria:{key}", "aria", route, viewport, self.write(f"{name}.aria.yaml", snapshot)))
+        if frames:
+            # Motion evidence is taken at set times after load on purpose: it shows what a user sees then.
+            timed, waited = [], 0.0
+            for t in frames:
+                await page.wait_for_timeout(max(0.0, t - waited) * 1000)
+                waited = t
+                shot = await bounded(page.screenshot(type="jpeg", quality=70, timeout=0), page, f"frame of {key}")
+                timed.append((t, self.write(f"{name}@{t:.1f}s.jpg", shot)))
+            self.add(EvidenceItem(f"frames:{route}", "frames", route, viewport, data=timed))
 
     async def close(self) -> None:
         for ctx in self._contexts.values():

@@ -25,6 +25,15 @@ from codesign._protocols import Model
 from codesign._types import EvidenceItem, weaker_cost_source
 from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
 from codesign.runtime.browser import VIEWPORTS
+from codesign.runtime.waiting import (
+    ACTION_BOUND_S,
+    AppUnresponsive,
+    BrowserFailure,
+    bounded,
+    describe,
+    settle,
+    target,
+)
 from codesign.solve.attachments import downscale
 from codesign.tasks.loader import Task
 from codesign.tasks.schema import Criterion
@@ -123,8 +132,10 @@ class BrowserTools:
         error, text, parts = None, "", []
         try:
             text, parts = await self._act(page, name, args, item_id)
+        except (AppUnresponsive, BrowserFailure):
+            raise
         except Exception as e:  # the element was never reached, a bad selector, a navigation error
-            error = str(e).splitlines()[0][:300]
+            error = describe(e)
         after = await state_fingerprint(page)
         record = {"step": name, "args": args, "ok": error is None, "error": error, "before": before, "after": after,
                   "state_changed": before != after}  # fmt: skip
@@ -134,29 +145,37 @@ class BrowserTools:
         return f"[{item_id}] {name} → {status}{(chr(10) + text) if text else ''}", parts
 
     async def _act(self, page: Any, name: str, a: dict[str, Any], item_id: str) -> tuple[str, list[dict[str, Any]]]:
-        t = 5_000
+        """One action; targets are looked up on the settled page (missing: an error at once), existing ones get
+        the whole bound to become actionable, and the page settles afterwards (codesign.runtime.waiting)."""
+        t, inflight = ACTION_BOUND_S * 1000, self.loaded.inflight if self.loaded else None
+
+        async def el(selector: str) -> Any:
+            return await target(page, selector, inflight)
+
         match name:
             case "navigate":
                 route = str(a.get("route") or "/")
-                response = await page.goto(self.session.base_url + (route if route.startswith("/") else "/" + route))
+                url = self.session.base_url + (route if route.startswith("/") else "/" + route)
+                response = await bounded(page.goto(url, wait_until="load", timeout=0), page, f"navigate {route}")
+                await settle(page, inflight)
                 return f"HTTP {response.status if response else '?'} at {page.url}", []
             case "click":
-                await page.locator(a["selector"]).first.click(timeout=t)
+                await (await el(a["selector"])).click(timeout=t)
             case "type":
-                await page.locator(a["selector"]).first.fill(str(a.get("text", "")), timeout=t)
+                await (await el(a["selector"])).fill(str(a.get("text", "")), timeout=t)
             case "press":
                 await page.keyboard.press(str(a["key"]))
             case "scroll":
-                target = str(a.get("target", "0"))
-                if target.lstrip("-").isdigit():
-                    await page.evaluate("y => window.scrollTo(0, y)", int(target))
+                where = str(a.get("target", "0"))
+                if where.lstrip("-").isdigit():
+                    await bounded(page.evaluate("y => window.scrollTo(0, y)", int(where)), page, "scrolling")
                 else:
-                    await page.locator(target).first.scroll_into_view_if_needed(timeout=t)
+                    await (await el(where)).scroll_into_view_if_needed(timeout=t)
             case "set_viewport":
                 viewport = str(a.get("viewport", "desktop"))
                 await page.set_viewport_size(VIEWPORTS["mobile" if viewport == "mobile" else "desktop"]["viewport"])
             case "screenshot":
-                png = await page.screenshot(full_page=False, type="png")
+                png = await bounded(page.screenshot(full_page=False, type="png", timeout=0), page, "screenshot")
                 shot_id = item_id.replace("action:", "shot:")
                 path = self.session.write(f"{shot_id.replace(':', '_')}.png", png)
                 self.session.add(EvidenceItem(shot_id, "screenshot", self.route, self.viewport, path))
@@ -164,11 +183,11 @@ class BrowserTools:
                 return f"screenshot saved as evidence {shot_id}", [_image(small, mime)]
             case "read_dom":
                 selector = str(a.get("selector") or "body")
-                text = await page.locator(selector).first.inner_text(timeout=t)
+                text = await (await el(selector)).inner_text(timeout=t)
                 return _norm(text)[:TEXT_LIMIT], []
             case _:
                 raise ValueError(f"unknown tool {name!r}")
-        await page.wait_for_timeout(100)
+        await settle(page, inflight)
         return "", []
 
 

@@ -15,15 +15,11 @@ from typing import Any
 from codesign._types import CriterionVerdict, EvidenceItem, Verdict
 from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
 from codesign.runtime.browser import VIEWPORTS
+from codesign.runtime.waiting import ACTION_BOUND_S, AppUnresponsive, TargetMissing, bounded, describe, target
 from codesign.tasks import probes as P
 from codesign.tasks.schema import Criterion
 
-STEP_TIMEOUT_MS = 5_000  # generous: a busy machine must not turn a slow click into a FAIL
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-
-
-class StepFailed(Exception):
-    """A step could not be performed: the element was never reached."""
 
 
 @dataclass
@@ -213,36 +209,41 @@ def _check_source(a: P.Source, session: EvidenceSession) -> Check:
     return Check(a.absent not in text, f"{a.glob!r} checked for absence of {a.absent!r}")
 
 
-async def _perform(page: Any, name: str, s: Any, session: EvidenceSession) -> None:
-    t = STEP_TIMEOUT_MS
+async def _perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSession) -> None:
+    """One step. A target is looked up once the page has settled (missing: :class:`TargetMissing` at once);
+    an existing one gets up to ``ACTION_BOUND_S`` to become actionable. The page settles after the step."""
+    page, t = loaded.page, ACTION_BOUND_S * 1000
+
+    async def el() -> Any:
+        return await target(page, s.selector, loaded.inflight)
+
     match name:
         case "click":
-            await page.locator(s.selector).first.click(timeout=t)
+            await (await el()).click(timeout=t)
         case "fill":
-            await page.locator(s.selector).first.fill(s.value, timeout=t)
+            await (await el()).fill(s.value, timeout=t)
         case "press":
-            target = page.locator(s.selector).first if s.selector else page.keyboard
-            await (target.press(s.key, timeout=t) if s.selector else target.press(s.key))
+            await ((await el()).press(s.key, timeout=t) if s.selector else page.keyboard.press(s.key))
         case "select":
-            await page.locator(s.selector).first.select_option(s.value, timeout=t)
+            await (await el()).select_option(s.value, timeout=t)
         case "hover":
-            await page.locator(s.selector).first.hover(timeout=t)
+            await (await el()).hover(timeout=t)
         case "check":
-            await page.locator(s.selector).first.check(timeout=t)
+            await (await el()).check(timeout=t)
         case "goto":
-            await page.goto(session.base_url + s.route, wait_until="load")
+            await bounded(page.goto(session.base_url + s.route, wait_until="load", timeout=0), page, f"goto {s.route}")
         case "scroll":
             if s.selector:
-                await page.locator(s.selector).first.scroll_into_view_if_needed(timeout=t)
+                await (await el()).scroll_into_view_if_needed(timeout=t)
             else:
-                await page.evaluate("y => window.scrollTo(0, y)", s.y or 0)
+                await bounded(page.evaluate("y => window.scrollTo(0, y)", s.y or 0), page, "scrolling")
         case "set_viewport":
             await page.set_viewport_size(VIEWPORTS[s.viewport]["viewport"])
         case "wait":
-            await page.wait_for_timeout(s.ms)
-        case "wait_for":
+            await page.wait_for_timeout(s.ms)  # the task author's explicit wait (an animation, a debounce)
+        case "wait_for":  # the author says the state will come: it gets the whole bound
             await page.locator(s.selector).first.wait_for(state=s.state, timeout=t)
-    await page.wait_for_timeout(50)  # let handlers and re-renders settle
+    await loaded.settle()
 
 
 async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerdict:
@@ -252,6 +253,8 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
     loaded: LoadedPage | None = None
     context = None
     failed_step: str | None = None
+    timeout: str | None = None
+    checks: list[Check] = []
     try:
         if probe.needs_browser and not probe.steps and (probe.route, probe.viewport) in session.pages:
             loaded = session.pages[(probe.route, probe.viewport)]
@@ -260,10 +263,17 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
         elif probe.needs_browser:
             context = await session.browser.context(probe.viewport)
             loaded = await session.open(probe.route, probe.viewport, context=context)
-            failed_step = await _run_steps(criterion, loaded, session, cited)
-        checks = [] if failed_step else [await check(a, loaded, session) for a in probe.expect]
-        if context is not None and loaded is not None:
-            shot = await loaded.page.screenshot(full_page=False, type="png")
+            failed_step = None if loaded.load_error else await _run_steps(criterion, loaded, session, cited)
+        if loaded is not None and loaded.load_error:
+            timeout = loaded.load_error
+        elif not failed_step:
+            for a in probe.expect:
+                page = loaded.page if loaded is not None else None
+                call = check(a, loaded, session)
+                checks.append(await (bounded(call, page, f"checking {a[0]}") if page is not None else call))
+        if context is not None and loaded is not None and timeout is None:
+            shot = await bounded(loaded.page.screenshot(full_page=False, type="png", timeout=0), loaded.page,
+                                 "probe screenshot")  # fmt: skip
             cited.append(
                 session.add(
                     EvidenceItem(
@@ -275,6 +285,8 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
                     )
                 )
             )
+    except AppUnresponsive as e:
+        timeout = str(e)
     finally:
         if context is not None:
             await context.close()
@@ -290,6 +302,9 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
         )
     )
     cited.append(probe_id)
+    if timeout:
+        session.timeouts.append(timeout)
+        return _verdict(criterion, Verdict.FAIL, timeout, cited, "timeout")
     if failed_step:
         return _verdict(criterion, Verdict.FAIL, failed_step, cited, "element_never_reached")
     passed = sum(c.ok for c in checks)
@@ -310,9 +325,13 @@ async def _run_steps(
         before = await state_fingerprint(page)
         error = None
         try:
-            await _perform(page, name, step, session)
-        except Exception as e:  # Playwright's TimeoutError and friends: the element was never reached
-            error = str(e).splitlines()[0][:300]
+            await _perform(loaded, name, step, session)
+        except TargetMissing as e:
+            error = str(e)
+        except AppUnresponsive:
+            raise
+        except Exception as e:  # Playwright's TimeoutError and friends: say what it waited for
+            error = describe(e)
         after = await state_fingerprint(page)
         record = {
             "step": name,

@@ -22,6 +22,12 @@ from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
 from codesign.tasks.loader import Task
 
 VIEWPORTS = ["desktop", "mobile"]
+
+
+class EvaluationTimeout(Exception):
+    """A whole evaluation ran past its evaluator's ``timeout_s`` with no sign the app was at fault."""
+
+
 # Where candidate code runs when no trial names a sandbox (the task gate, calibration): confined locally.
 DEFAULT_SANDBOX: dict[str, Any] = {"_target_": "codesign.sandbox.local.LocalSandbox"}
 
@@ -86,19 +92,30 @@ async def evaluate_patch(
             session = EvidenceSession(browser, base_url, out_dir, workspace)
             options = evaluator.evidence_options() if hasattr(evaluator, "evidence_options") else {}
             status, message = TrialStatus.OK.value, ""
-            try:
+
+            async def gather_and_grade() -> list[CriterionVerdict]:
                 await session.collect(list(env.routes), VIEWPORTS, patch, build.log, **options)
-                try:
-                    verdicts = await evaluator.evaluate(task, session)
-                except AuditViolation as e:  # reported separately, left out of the scores
-                    status, message, verdicts = TrialStatus.ABORTED.value, str(e), e.verdicts
+                return await evaluator.evaluate(task, session)
+
+            try:
+                async with browser.slot():  # queued here, outside the deadline: waiting is not the app's time
+                    verdicts = await asyncio.wait_for(gather_and_grade(), getattr(evaluator, "timeout_s", None))
+            except AuditViolation as e:  # reported separately, left out of the scores
+                status, message, verdicts = TrialStatus.ABORTED.value, str(e), e.verdicts
+            except TimeoutError:
+                if not session.timeouts:  # nothing says the app was at fault: the machinery was too slow
+                    raise EvaluationTimeout(f"the evaluation exceeded {evaluator.timeout_s:.0f} s") from None
+                reason = f"the evaluation exceeded {evaluator.timeout_s:.0f} s; the app: {session.timeouts[0]}"
+                verdicts = _all_fail(task, reason, list(session.items), "timeout")
+                session.timeouts.append(reason)
             finally:
                 await session.close()
                 session.save_index()
         (out_dir / "verdicts.json").write_text(json.dumps([asdict(v) for v in verdicts], indent=1))
         telemetry = evaluator.telemetry() if hasattr(evaluator, "telemetry") else {}
         wall = round(time.monotonic() - start, 3)
-        return Evaluation(status, verdicts, list(session.items.values()), message, wall, telemetry)
+        transient = "; ".join(dict.fromkeys(session.timeouts))[:2000]
+        return Evaluation(status, verdicts, list(session.items.values()), message, wall, telemetry, transient)
     finally:
         if box is not None:
             await asyncio.to_thread(box.close)

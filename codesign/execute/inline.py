@@ -18,6 +18,7 @@ from codesign.trial import TrialSpec, run_trial_safely
 class InlineExecutor:
     max_concurrency: Count = 4  # trials in flight at once
     browser_executable: str | None = None
+    browser_slots: Count | None = None  # evaluations at once (None: the CPU count)
 
     def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
             budget: Budget | None = None) -> list[TrialRecord]:  # fmt: skip
@@ -25,7 +26,7 @@ class InlineExecutor:
 
     async def _run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
                    budget: Budget) -> list[TrialRecord]:  # fmt: skip
-        browser = Browser(self.browser_executable)
+        browser = Browser(self.browser_executable, self.browser_slots)
         gate = asyncio.Semaphore(self.max_concurrency)
         # Solves run in threads: the default pool (cores + 4) would cap trials in flight far below the gate.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(self.max_concurrency + 4))

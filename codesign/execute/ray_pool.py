@@ -23,10 +23,10 @@ from codesign.execute import Budget
 class TrialWorker:
     """A Ray actor body: one shared browser, many concurrent trials."""
 
-    def __init__(self, browser_executable: str | None, max_concurrency: int = 8):
+    def __init__(self, browser_executable: str | None, max_concurrency: int = 8, browser_slots: int | None = None):
         from codesign.runtime.browser import Browser
 
-        self.browser = Browser(browser_executable)
+        self.browser = Browser(browser_executable, browser_slots)
         self.threads = max_concurrency + 4  # solves run in threads; the default pool is only cores + 4
 
     async def run(self, spec: dict[str, Any]) -> TrialRecord:
@@ -74,6 +74,7 @@ class RayExecutor:
     local_num_cpus: Count | None = None  # CPUs of the local instance (None: all)
     max_retries: NonNegative = 2  # re-runs of a trial whose actor died (infrastructure), never of agent failures
     browser_executable: str | None = None
+    browser_slots: Count | None = None  # evaluations at once per actor (None: the CPU count)
     runtime_env: dict[str, Any] | None = None  # e.g. {working_dir: ., pip: [...]} for a remote cluster
     resources: dict[str, float] = field(default_factory=dict)  # custom resources per actor, e.g. {browser: 1}
 
@@ -90,7 +91,9 @@ class RayExecutor:
             max_restarts=1,
         )
         n = max(1, min(self.num_workers, len(specs)))
-        workers = [actor_cls.remote(self.browser_executable, self.max_concurrency) for _ in range(n)]
+        workers = [
+            actor_cls.remote(self.browser_executable, self.max_concurrency, self.browser_slots) for _ in range(n)
+        ]
         pending: dict[Any, tuple[dict[str, Any], int]] = {}
         queue = list(reversed(specs))
         # Bounded submission: the budget is checked before each trial is handed to an actor.

@@ -62,13 +62,25 @@ def find_chromium(explicit: str | None = None) -> str | None:
 
 @dataclass
 class Browser:
-    """A lazily launched, shared Chromium. ``context()`` gives an isolated context per viewport."""
+    """A lazily launched, shared Chromium. ``context()`` gives an isolated context per viewport.
+
+    ``slots`` bounds the evaluations (evidence and grading) running in it at once — by default one per CPU —
+    so a process with many trials in flight queues browser work instead of starving every page of CPU.
+    """
 
     executable: str | None = None
+    slots: int | None = None  # evaluations at once (None: the CPU count)
     _pw: Any = None
     _browser: Any = None
     _lock: asyncio.Lock | None = None
     _black_hole: socket.socket | None = None
+    _slots: asyncio.Semaphore | None = None
+
+    def slot(self) -> asyncio.Semaphore:
+        """Hold while doing an evaluation's browser work (``async with browser.slot():``)."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.slots or os.cpu_count() or 2)
+        return self._slots
 
     async def get(self) -> Any:
         if self._lock is None:

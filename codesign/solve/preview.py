@@ -17,6 +17,7 @@ from typing import Any
 from codesign._protocols import Sandbox
 from codesign.runtime.browser import Browser
 from codesign.runtime.serve import BUILD_CACHES, FROZEN, build_app, serve
+from codesign.runtime.waiting import AppUnresponsive, bounded, settle
 from codesign.sandbox import scratch as scratch_dirs
 from codesign.tasks.schema import Environment
 
@@ -46,19 +47,23 @@ class Preview:
                 raise PreviewError(f"the app does not build:\n{build.log[-3000:]}")
             with serve(workspace, self.environment, box) as base:
                 future = asyncio.run_coroutine_threadsafe(self._shoot(base + route, viewport), self.loop)
-                return future.result(timeout=90)
+                return future.result()  # bounded inside: every browser call has its bound
         finally:
             if box is not None:
                 box.close()
             shutil.rmtree(tmp, ignore_errors=True)
 
     async def _shoot(self, url: str, viewport: str) -> bytes:
-        context: Any = await self.browser.context(viewport)
-        try:
-            page = await context.new_page()
-            response = await page.goto(url, wait_until="load", timeout=20_000)
-            if response is not None and response.status >= 400:
-                raise PreviewError(f"{url} answered {response.status}")
-            return await page.screenshot(full_page=True, type="png")
-        finally:
-            await context.close()
+        async with self.browser.slot():
+            context: Any = await self.browser.context(viewport)
+            try:
+                page = await context.new_page()
+                response = await bounded(page.goto(url, wait_until="load", timeout=0), page, f"loading {url}")
+                if response is not None and response.status >= 400:
+                    raise PreviewError(f"{url} answered {response.status}")
+                await settle(page)
+                return await bounded(page.screenshot(full_page=True, type="png", timeout=0), page, "screenshot")
+            except AppUnresponsive as e:  # the agent's app hangs: tell the agent
+                raise PreviewError(str(e)) from None
+            finally:
+                await context.close()

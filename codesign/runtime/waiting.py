@@ -1,0 +1,114 @@
+"""How evaluation waits: on the app's state, never on a fixed time, so verdicts do not depend on load.
+
+- A page is *settled* when its fonts are loaded, no request is in flight and ``QUIET_FRAMES`` animation
+  frames pass without a DOM mutation. Frames slow down with the machine, so a busy machine waits longer
+  in seconds but sees the same state.
+- A step's target that does not exist once the page has settled fails at once, saying so. A target that
+  exists gets as long as it needs to become actionable, up to ``ACTION_BOUND_S``.
+- Every browser call has a bound (``CALL_BOUND_S``); when one runs out, a fresh page in the same browser
+  tells who is at fault: if it answers, the app is unresponsive (:class:`AppUnresponsive`, a FAIL with
+  category ``timeout``); if not, the browser or machine failed (:class:`BrowserFailure`, infrastructure).
+
+The bounds are safety nets far above anything a working app needs on a loaded machine, not waiting times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+QUIET_FRAMES = 8  # consecutive frames without a DOM mutation (and no request in flight): settled
+SETTLE_BOUND_S = 30.0  # a page that never stops changing (an animated counter) counts as settled after this
+ACTION_BOUND_S = 60.0  # an existing target's time to become visible, stable, enabled
+CALL_BOUND_S = 90.0  # any single browser call: evaluate, screenshot, navigation
+HEALTH_BOUND_S = 30.0  # a blank page in the same browser must answer within this
+
+_QUIET_JS = """async ([needed, most]) => {
+  if (document.fonts && document.fonts.ready) { await document.fonts.ready; }
+  let quiet = 0, frames = 0;
+  const observer = new MutationObserver(() => { quiet = 0; });
+  observer.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  try {
+    while (quiet < needed && frames < most) {
+      await new Promise(r => requestAnimationFrame(() => r()));
+      quiet++; frames++;
+    }
+  } finally { observer.disconnect(); }
+  return quiet >= needed;
+}"""
+
+
+class AppUnresponsive(Exception):
+    """The candidate's page did not answer while the browser did: the app's failure (FAIL, ``timeout``)."""
+
+
+class BrowserFailure(Exception):
+    """The browser itself did not answer (or crashed): an infrastructure failure, graded again next run."""
+
+
+class TargetMissing(Exception):
+    """A step's target does not exist once the page has settled."""
+
+
+async def browser_answers(page: Any) -> bool:
+    """True when a blank page in the same browser evaluates a script within ``HEALTH_BOUND_S``."""
+    context = None
+    try:
+        context = await asyncio.wait_for(page.context.browser.new_context(), HEALTH_BOUND_S)
+        blank = await asyncio.wait_for(context.new_page(), HEALTH_BOUND_S)
+        return await asyncio.wait_for(blank.evaluate("1 + 1"), HEALTH_BOUND_S) == 2
+    except Exception:
+        return False
+    finally:
+        if context is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(context.close(), HEALTH_BOUND_S)
+
+
+async def bounded(call: Awaitable[T], page: Any, what: str, bound_s: float = CALL_BOUND_S) -> T:
+    """Await a browser call on ``page`` with a bound; when it runs out, decide whose fault it is."""
+    try:
+        return await asyncio.wait_for(call, bound_s)
+    except TimeoutError:
+        if await browser_answers(page):
+            raise AppUnresponsive(f"{what}: the page did not answer within {bound_s:.0f} s") from None
+        raise BrowserFailure(f"{what}: the browser did not answer") from None
+
+
+async def settle(page: Any, inflight: set[Any] | None = None) -> bool:
+    """Wait until the page is settled (see the module); False when it kept changing past ``SETTLE_BOUND_S``."""
+    deadline = time.monotonic() + SETTLE_BOUND_S
+    while True:
+        quiet = await bounded(page.evaluate(_QUIET_JS, [QUIET_FRAMES, QUIET_FRAMES * 4]), page, "settling the page")
+        if quiet and not inflight:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        if inflight:
+            await asyncio.sleep(0.02)
+
+
+async def target(page: Any, selector: str, inflight: set[Any] | None = None) -> Any:
+    """The first element matching ``selector`` once the page has settled; :class:`TargetMissing` if none."""
+    await settle(page, inflight)
+    locator = page.locator(selector)
+    if await bounded(locator.count(), page, f"counting {selector!r}") == 0:
+        raise TargetMissing(f"no element matches {selector!r} once the page has settled")
+    return locator.first
+
+
+def describe(error: BaseException, lines: int = 4) -> str:
+    """A Playwright error as a reason: its first line and the last lines of its call log (what it waited for)."""
+    text = str(error).strip()
+    first, _, rest = text.partition("\n")
+    log = [re.sub(r"\s+", " ", line).strip(" -") for line in rest.splitlines() if line.strip().startswith("-")]
+    reason = re.sub(r"\s+", " ", first)[:300]
+    if log:
+        reason += " | waited for: " + " / ".join(entry[:160] for entry in log[-lines:])
+    return reason
