@@ -17,7 +17,15 @@ from codesign.build import build, preflight
 from codesign.errors import ConfigError
 from codesign.execute import Budget
 from codesign.sandbox import scratch
-from codesign.score import adjusted_frame, breakdown_frame, format_summary, summary_frame, task_frame, verdict_frame
+from codesign.score import (
+    adjusted_frame,
+    breakdown_frame,
+    format_errors,
+    format_summary,
+    summary_frame,
+    task_frame,
+    verdict_frame,
+)
 from codesign.solve.attachments import check_media_support
 from codesign.tasks.select import select_tasks
 from codesign.track.report import write_report
@@ -156,6 +164,9 @@ def _conclude(cell: Cell) -> dict[str, Any]:
     store = Path(cell.cfg.store.root).expanduser().resolve()
     write_report(cell.out_dir, tables, records, store, title=f"codesign · {cell.name}")
     print(format_summary(tables["summary"]))
+    left_out = format_errors(tasks)
+    if left_out:
+        print("left out of the scores:\n" + left_out, file=sys.stderr)
     print(f"results: {cell.out_dir} (report.html)")
     cell.tracker.finish(tables)
     cell.tracker = None

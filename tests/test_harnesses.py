@@ -182,3 +182,42 @@ def test_native_tools_show_attachments_and_the_running_app(tmp_path):
     assert shown["role"] == "user" and sum(p["type"] == "image_url" for p in shown["content"]) == 2
     tool_results = [m["content"] for m in server.requests[1].messages if m["role"] == "tool"]
     assert any("screenshot of / at mobile" in t for t in tool_results)
+
+
+MISTAKES = {  # (tool name or None for the harness's shell, arguments, raw JSON)
+    "unknown_tool": ("run_shell", {"command": "ls"}, None),
+    "wrong_argument": (None, {"cmd": "ls"}, None),
+    "missing_argument": (None, {}, None),
+    "unparsable_arguments": (None, {}, '{"command": "ls'),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+@pytest.mark.parametrize("harness", ["native", "mini_swe_agent", "claude_code"])
+def test_a_tool_call_mistake_goes_back_to_the_model_and_the_loop_goes_on(tmp_path, harness, mistake):
+    """The model's mistake is the model's: it sees an error, corrects itself, and the task is solved —
+    never an infrastructure error."""
+    name, args, raw = MISTAKES[mistake]
+    calls: list[int] = []  # the harness's calls with tools so far (a rejected call may not enter the history)
+
+    def policy(req: ServedRequest) -> Reply:
+        shell = next((n for n in ("shell", "bash", "Bash") if n in req.tool_names), None)
+        if shell is None:
+            return Reply("ok")
+        calls.append(1)
+        if len(calls) == 1:
+            return Reply("Let me look.", [ToolCall(name or shell, args, raw)])
+        if len(calls) == 2:
+            return Reply("Applying the change.", [ToolCall(shell, {"command": apply_patch_command(SOLUTION)})])
+        if shell == "bash":
+            return Reply("Done.", [ToolCall("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"})])
+        return Reply("Done.")
+
+    with ScriptedModelServer(policy) as server:
+        tables = run_cell(tmp_path, server, f"harness={harness}", api="openai")
+    row = tables["tasks"].row(0, named=True)
+    assert row["status"] == "ok" and row["exit_status"] == "submitted", (row["exit_status"], row["exit_message"])
+    assert row["strict"] == 1.0
+    # The error went back to the model: the request after the mistake carries it.
+    second = [r for r in server.requests if r.tool_names][1]
+    assert any(w in second.text().lower() for w in ("error", "unknown", "missing", "invalid", "not")), second.text()

@@ -228,3 +228,21 @@ def test_overflow_is_caught_on_mobile(loop, session):
     v = grade(loop, session, wide)
     assert v.verdict == "FAIL" and "overflow 318px" in v.reason  # 700px + 8px body margin - 390px
     assert grade(loop, session, {**wide, "viewport": "desktop"}).verdict == "PASS"
+
+
+def test_a_missing_target_fails_at_once_once_the_page_has_settled(loop, session):
+    import time
+
+    start = time.monotonic()
+    v = grade(loop, session, {"steps": [{"click": "#nope"}], "expect": [{"visible": "#done"}]}, kind="interaction")
+    assert "no element matches '#nope' once the page has settled" in v.reason
+    assert time.monotonic() - start < 10  # no waiting out a timeout for something that is not there
+
+
+def test_a_target_that_never_becomes_actionable_says_what_was_awaited(loop, session, monkeypatch):
+    from codesign.runtime import waiting
+
+    monkeypatch.setattr(waiting, "ACTION_BOUND_S", 1.0)
+    v = grade(loop, session, {"steps": [{"click": "#secret"}], "expect": [{"visible": "#done"}]}, kind="interaction")
+    assert v.failure_category == "element_never_reached"
+    assert "waited for:" in v.reason and "not visible" in v.reason, v.reason

@@ -24,9 +24,9 @@ from pydantic import BaseModel, Field, ValidationError
 from codesign._protocols import Model
 from codesign._types import EvidenceItem, weaker_cost_source
 from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
+from codesign.runtime import waiting
 from codesign.runtime.browser import VIEWPORTS
 from codesign.runtime.waiting import (
-    ACTION_BOUND_S,
     AppUnresponsive,
     BrowserFailure,
     bounded,
@@ -147,7 +147,7 @@ class BrowserTools:
     async def _act(self, page: Any, name: str, a: dict[str, Any], item_id: str) -> tuple[str, list[dict[str, Any]]]:
         """One action; targets are looked up on the settled page (missing: an error at once), existing ones get
         the whole bound to become actionable, and the page settles afterwards (codesign.runtime.waiting)."""
-        t, inflight = ACTION_BOUND_S * 1000, self.loaded.inflight if self.loaded else None
+        t, inflight = waiting.ACTION_BOUND_S * 1000, self.loaded.inflight if self.loaded else None
 
         async def el(selector: str) -> Any:
             return await target(page, selector, inflight)

@@ -14,8 +14,9 @@ from typing import Any
 
 from codesign._types import CriterionVerdict, EvidenceItem, Verdict
 from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
+from codesign.runtime import waiting
 from codesign.runtime.browser import VIEWPORTS
-from codesign.runtime.waiting import ACTION_BOUND_S, AppUnresponsive, TargetMissing, bounded, describe, target
+from codesign.runtime.waiting import AppUnresponsive, TargetMissing, bounded, describe, target
 from codesign.tasks import probes as P
 from codesign.tasks.schema import Criterion
 
@@ -212,7 +213,7 @@ def _check_source(a: P.Source, session: EvidenceSession) -> Check:
 async def _perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSession) -> None:
     """One step. A target is looked up once the page has settled (missing: :class:`TargetMissing` at once);
     an existing one gets up to ``ACTION_BOUND_S`` to become actionable. The page settles after the step."""
-    page, t = loaded.page, ACTION_BOUND_S * 1000
+    page, t = loaded.page, waiting.ACTION_BOUND_S * 1000
 
     async def el() -> Any:
         return await target(page, s.selector, loaded.inflight)

@@ -71,8 +71,9 @@ async def browser_answers(page: Any) -> bool:
                 await asyncio.wait_for(context.close(), HEALTH_BOUND_S)
 
 
-async def bounded(call: Awaitable[T], page: Any, what: str, bound_s: float = CALL_BOUND_S) -> T:
+async def bounded(call: Awaitable[T], page: Any, what: str, bound_s: float | None = None) -> T:
     """Await a browser call on ``page`` with a bound; when it runs out, decide whose fault it is."""
+    bound_s = bound_s or CALL_BOUND_S
     try:
         return await asyncio.wait_for(call, bound_s)
     except TimeoutError:

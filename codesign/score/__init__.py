@@ -3,10 +3,19 @@
 from codesign.score.metrics import (
     adjusted_frame,
     breakdown_frame,
+    format_errors,
     format_summary,
     summary_frame,
     task_frame,
     verdict_frame,
 )
 
-__all__ = ["adjusted_frame", "breakdown_frame", "format_summary", "summary_frame", "task_frame", "verdict_frame"]
+__all__ = [
+    "adjusted_frame",
+    "breakdown_frame",
+    "format_errors",
+    "format_summary",
+    "summary_frame",
+    "task_frame",
+    "verdict_frame",
+]

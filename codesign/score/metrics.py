@@ -212,3 +212,20 @@ def format_summary(summary: pl.DataFrame) -> str:
         fmt_str_lengths=40,
     ):
         return str(shown)
+
+
+def format_errors(tasks: pl.DataFrame) -> str:
+    """The trials left out of the scores, each kind with its cause: ``errors`` and ``aborted`` in the summary
+    are counts; this says why (one line per status and cause, with the tasks it hit)."""
+    left_out = [TrialStatus.TASK_ERROR.value, TrialStatus.INFRA_ERROR.value, TrialStatus.ABORTED.value]
+    rows = (
+        tasks.filter(pl.col("status").is_in(left_out))
+        .with_columns(cause=pl.col("message").fill_null("").str.split("\n").list.first().str.slice(0, 200))
+        .group_by("status", "cause")
+        .agg(pl.len().alias("n"), pl.col("task_id").unique().sort())
+        .sort("status", "n", descending=[False, True])
+    )
+    return "\n".join(
+        f"{r['status']} ×{r['n']}: {r['cause']} [{', '.join(r['task_id'][:5])}{' …' * (len(r['task_id']) > 5)}]"
+        for r in rows.iter_rows(named=True)
+    )

@@ -107,7 +107,12 @@ class ModelProxy:
                 try:
                     args = json.loads(fn.get("arguments") or "{}")
                 except json.JSONDecodeError:
-                    args = {}
+                    args = None
+                if not isinstance(args, dict):
+                    # The model's malformed call reaches the CLI as one it will reject with an error the model
+                    # sees (a tool_use must carry an object): its mistake, answered like any other.
+                    args = {"unparsable_arguments": str(fn.get("arguments"))[:2000]}
+                    fn["arguments"] = json.dumps(args)
                 self.recorder.count_tool_call(fn["name"], args)
         response = self._litellm.ModelResponse(
             id=f"msg_codesign_{self.calls}",

@@ -27,6 +27,10 @@ from codesign.solve.proxy import anthropic_sse
 class ToolCall:
     name: str
     arguments: dict[str, Any]
+    raw_arguments: str | None = None  # sent instead of ``arguments`` as given (malformed JSON, OpenAI face only)
+
+    def encoded(self) -> str:
+        return self.raw_arguments if self.raw_arguments is not None else json.dumps(self.arguments)
 
 
 @dataclass
@@ -249,7 +253,7 @@ class _Handler(LoopbackHandler):
     def _openai_calls(self, s: Served) -> list[dict[str, Any]]:
         return [
             {"id": self.owner.next_id("call_"), "type": "function",
-             "function": {"name": t.name, "arguments": json.dumps(t.arguments)}}
+             "function": {"name": t.name, "arguments": t.encoded()}}
             for t in s.reply.tool_calls
         ]  # fmt: skip
 

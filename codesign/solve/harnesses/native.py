@@ -23,7 +23,7 @@ from codesign.solve.recorder import SolveRecorder
 from codesign.tasks.loader import TaskView
 
 
-def _tool(name: str, description: str, /, **params: str) -> dict[str, Any]:
+def _tool(name: str, description: str, /, optional: tuple[str, ...] = (), **params: str) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {
@@ -32,7 +32,7 @@ def _tool(name: str, description: str, /, **params: str) -> dict[str, Any]:
             "parameters": {
                 "type": "object",
                 "properties": {k: {"type": "string", "description": v} for k, v in params.items()},
-                "required": list(params),
+                "required": [p for p in params if p not in optional],
             },
         },
     }
@@ -61,15 +61,37 @@ TOOLS = [
     _tool(
         "screenshot",
         "Build and open the app as it is now and return a screenshot.",
-        route="route to open, e.g. /",
-        viewport="desktop or mobile",
+        optional=("route", "viewport"),
+        route="route to open, e.g. / (default /)",
+        viewport="desktop or mobile (default desktop)",
     ),
-    _tool("finish", "Call when the revision is complete.", summary="what you changed"),
+    _tool("finish", "Call when the revision is complete.", optional=("summary",), summary="what you changed"),
 ]
 
 
 class ToolError(Exception):
     """A tool call the model can recover from: its message becomes the observation."""
+
+
+class ArgumentError(ToolError):
+    """A call to an unknown tool, or with missing, unknown or non-text arguments (a malformed call)."""
+
+
+_PARAMETERS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+
+
+def _check_arguments(name: str, args: dict[str, Any]) -> None:
+    if name not in _PARAMETERS:
+        raise ArgumentError(f"unknown tool {name!r}; available: {', '.join(_PARAMETERS)}")
+    spec = _PARAMETERS[name]
+    expected, required = spec["properties"], spec["required"]
+    problems = [f"missing argument {k!r}" for k in required if k not in args]
+    problems += [f"unknown argument {k!r}" for k in args if k not in expected]
+    problems += [
+        f"argument {k!r} must be a string" for k, v in args.items() if k in expected and not isinstance(v, str)
+    ]
+    if problems:
+        raise ArgumentError(f"{name}: {'; '.join(problems)}; {name} takes {', '.join(expected) or 'no arguments'}")
 
 
 @dataclass
@@ -143,12 +165,15 @@ class NativeHarness:
                 args = json.loads(call["function"].get("arguments") or "{}")
                 if not isinstance(args, dict):
                     raise ValueError("arguments must be a JSON object")
+                _check_arguments(name, args)
                 output = self.execute(name, args, sandbox, tools)
                 if isinstance(output, tuple):  # text for the tool result, pictures for a user message after it
                     output, parts = output
                     shown += parts
             except (ValueError, ToolError, PreviewError, PermissionError, OSError) as e:
-                usable = usable and not isinstance(e, ValueError)
+                # The model's mistake goes back to it as the tool's answer; malformed calls count towards
+                # max_format_errors, after which the solve ends as an agent error (never an infra error).
+                usable = usable and not isinstance(e, ValueError | ArgumentError)
                 args, output = {}, f"error: {e}"
             rec.tool_called(name, args, output)
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": self._clip(output)})
@@ -182,8 +207,8 @@ class NativeHarness:
                 return tools.screenshot(args.get("route") or "/", args.get("viewport") or "desktop")
             case "finish":
                 return "finished"
-            case _:
-                raise ToolError(f"unknown tool {name!r}; available: {', '.join(t['function']['name'] for t in TOOLS)}")
+            case _:  # _check_arguments refused it already
+                raise ArgumentError(f"unknown tool {name!r}")
 
     def _clip(self, text: str) -> str:
         limit = self.max_observation_chars
