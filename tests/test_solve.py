@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from codesign._protocols import ModelReply
 from codesign._types import Usage
 from codesign.sandbox.workspace import apply_patch, copy_tree
@@ -153,3 +155,42 @@ def test_a_crashing_model_is_an_infrastructure_outcome(tmp_path, node_cache):
     )
     assert result.telemetry.exit_status == "infra_error" and "does-not-exist" in result.telemetry.message
     assert Path(tmp_path / "t" / "trajectory.jsonl").is_file()
+
+
+@pytest.mark.parametrize(
+    "diff",
+    [
+        "diff --git a/index.html b/index.html\n--- a/index.html\n+++ b/index.html\n"
+        "@@ -1 +1 @@\n-<h1>old</h1>\n+<h1>new</h1>\n"
+        "diff --git a/extra.txt b/extra.txt\nnew file mode 100644\n--- /dev/null\n+++ b/extra.txt\n"
+        "@@ -0,0 +1 @@\n+added\n",
+        # plain unified diffs, as `diff -u` writes them: with a/ b/ prefixes, and with bare paths and timestamps
+        "--- a/index.html\n+++ b/index.html\n@@ -1 +1 @@\n-<h1>old</h1>\n+<h1>new</h1>\n"
+        "--- /dev/null\n+++ b/extra.txt\n@@ -0,0 +1 @@\n+added\n",
+        "--- index.html\t2026-12-01 10:00:00\n+++ index.html\t2026-12-01 10:01:00\n@@ -1 +1 @@\n-<h1>old</h1>\n"
+        "+<h1>new</h1>\n--- /dev/null\n+++ extra.txt\n@@ -0,0 +1 @@\n+added\n",
+    ],
+    ids=["git", "plain", "bare"],
+)
+def test_single_shot_diffs_apply_in_every_form_git_accepts(tmp_path, diff):
+    from codesign.sandbox.local import LocalSandbox
+    from codesign.solve.edits import apply_edits, parse_edits
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "index.html").write_text("<h1>old</h1>\n")
+    box = LocalSandbox(tmp_path / "ws", tmp_path / "home")
+    assert apply_edits(box, parse_edits(f"Here it is:\n```diff\n{diff}```\n")) == ["extra.txt", "index.html"]
+    assert box.read_file("index.html") == "<h1>new</h1>\n" and box.read_file("extra.txt") == "added\n"
+
+
+def test_a_diff_that_does_not_apply_changes_nothing(tmp_path):
+    from codesign.sandbox.local import LocalSandbox
+    from codesign.solve.edits import EditError, apply_edits, parse_edits
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "index.html").write_text("<h1>old</h1>\n")
+    box = LocalSandbox(tmp_path / "ws", tmp_path / "home")
+    reply = "```diff\n--- a/index.html\n+++ b/index.html\n@@ -1 +1 @@\n-<h1>other</h1>\n+<h1>new</h1>\n```"
+    with pytest.raises(EditError, match=r"index\.html"):
+        apply_edits(box, parse_edits(reply))
+    assert box.read_file("index.html") == "<h1>old</h1>\n"

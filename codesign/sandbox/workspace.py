@@ -7,6 +7,7 @@ and what an evaluator sweep re-materializes.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -75,14 +76,34 @@ class Baseline:
         return proc
 
 
-def apply_patch(directory: Path, patch: str) -> None:
-    """Apply a unified diff to ``directory`` atomically: either every hunk applies or nothing changes."""
+def apply_patch(directory: Path, patch: str, strip: int = 1) -> None:
+    """Apply a unified diff to ``directory`` atomically: either every hunk applies or nothing changes.
+    ``strip`` leading path components are removed (1 for ``a/…`` ``b/…`` paths, 0 for bare ones)."""
     if not patch.strip():
         return
-    proc = _git(["apply", "--whitespace=nowarn", "--binary", "-"], cwd=Path(directory), stdin=patch)
+    proc = _git(["apply", "--whitespace=nowarn", "--binary", f"-p{strip}", "-"], cwd=Path(directory), stdin=patch)
     if proc.returncode != 0:
         raise PatchError(proc.stderr.strip() or "git apply failed")
 
 
 def changed_files(patch: str) -> list[str]:
-    return [line.split(" b/", 1)[1] for line in patch.splitlines() if line.startswith("diff --git a/")]
+    """The paths a diff touches: from ``diff --git`` headers, else from the ``---``/``+++`` lines of a plain
+    unified diff (``/dev/null`` on one side for a created or deleted file; ``a/``/``b/`` prefixes removed)."""
+    lines = patch.splitlines()
+    git_paths = [line.split(" b/", 1)[1] for line in lines if line.startswith("diff --git a/")]
+    if git_paths:
+        return git_paths
+    paths = []
+    for old, new in itertools.pairwise(lines):
+        if old.startswith("--- ") and new.startswith("+++ "):
+            names = [side[4:].split("\t")[0].strip() for side in (old, new)]
+            name = names[1] if names[1] != "/dev/null" else names[0]
+            paths.append(name[2:] if plain_diff_strip(patch) == 1 else name)
+    return paths
+
+
+def plain_diff_strip(patch: str) -> int:
+    """1 when a plain unified diff names its files ``a/…`` and ``b/…`` (git's style), else 0 (bare paths)."""
+    names = [line[4:].split("\t")[0].strip() for line in patch.splitlines() if line.startswith(("--- ", "+++ "))]
+    names = [n for n in names if n != "/dev/null"]
+    return 1 if names and all(n.startswith(("a/", "b/")) for n in names) else 0

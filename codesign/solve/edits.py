@@ -17,7 +17,7 @@ A reply may contain any number of these blocks (everything else is ignored)::
 
     <delete path="src/old.css"/>
 
-    ```diff                             a unified diff (paths a/… b/… relative to the app)
+    ```diff                             a unified diff, git's or plain (paths a/… b/… or bare, relative to the app)
     ...
     ```
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codesign._protocols import Sandbox
-from codesign.sandbox.workspace import PatchError, apply_patch, changed_files
+from codesign.sandbox.workspace import PatchError, apply_patch, changed_files, plain_diff_strip
 
 _FILE = re.compile(r'<file\s+path="([^"]+)"\s*>\n?(.*?)</file>', re.S)
 # Search and replace texts lose the one newline after their opening tag and the one before their closing tag.
@@ -118,10 +118,15 @@ def apply_edits(sandbox: Sandbox, edits: list[Edit]) -> list[str]:
 
 
 def _apply_diff(diff: str, current) -> dict[str, str | None]:
-    """Apply a unified diff to the current contents of the files it touches, in a scratch folder."""
-    paths = changed_files(diff if diff.endswith("\n") else diff + "\n")
+    """Apply a unified diff — git's (``diff --git``) or plain (``---``/``+++`` only, as ``diff -u`` writes
+    it) — to the current contents of the files it touches, in a scratch folder."""
+    diff = diff if diff.endswith("\n") else diff + "\n"
+    paths = changed_files(diff)
     if not paths:
-        raise PatchError("no `diff --git a/… b/…` headers found")
+        raise PatchError("no file headers found (`diff --git a/… b/…`, or `--- a/…` followed by `+++ b/…`)")
+    for p in paths:
+        _check_path(p)
+    strip = 1 if diff.lstrip().startswith("diff --git") else plain_diff_strip(diff)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for p in paths:
@@ -129,5 +134,5 @@ def _apply_diff(diff: str, current) -> dict[str, str | None]:
             if text is not None:
                 (root / p).parent.mkdir(parents=True, exist_ok=True)
                 (root / p).write_text(text)
-        apply_patch(root, diff if diff.endswith("\n") else diff + "\n")
+        apply_patch(root, diff, strip)
         return {p: (root / p).read_text() if (root / p).is_file() else None for p in paths}
