@@ -145,7 +145,7 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
     strict = sum(v.verdict == "PASS" for v in verdicts) / len(verdicts) if verdicts else 0.0
     if record.status == TrialStatus.OK and spec.attribution_below is not None and strict < spec.attribution_below:
         gate = await task_gate(task, browser, node_cache, store.root)
-        record.attribution = classify(record, gate)
+        record.attribution = classify(record, gate, spec.attribution_below)
     return record
 
 

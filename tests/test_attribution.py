@@ -66,3 +66,45 @@ def test_a_task_whose_reference_fails_is_a_starting_artifact_defect(tmp_path, su
     assert adjusted["left_out"] == 1 and adjusted["tasks"] == 0
     assert len(list((tmp_path / "store" / "tasks").glob("*/gate.json"))) == 1  # the gate ran once, cached
     assert "starting artifact defect" in (out / "report.html").read_text()
+
+
+@pytest.mark.parametrize(("verdicts", "ungraded", "category"), [
+    ("PFFF", 3, "ungraded"),  # 1 of the 1 gradable criteria passes: low only because of coverage
+    ("FFF", 3, "ungraded"),  # nothing gradable at all
+    ("PFFF", 1, "model_limitation"),  # 1 of 3 gradable passes: the model's own low score
+])  # fmt: skip
+def test_a_low_score_from_criteria_the_evaluator_cannot_grade_is_not_the_models(verdicts, ungraded, category):
+    r = record("t", "ME", verdicts)
+    for v in r.evaluation.verdicts[len(verdicts) - ungraded :]:
+        v.failure_category = "not_gradable"
+    assert classify(r, SOUND, below=0.5)["category"] == category
+
+
+def test_an_undecided_gate_is_its_own_category():
+    gate = {"startable": False, "solvable": False, "steps": {"install_build": "FAIL: registry"},
+            "transient": "EnvironmentSetupError: registry unreachable"}  # fmt: skip
+    result = classify(record("t", "RE", "FF"), gate)
+    assert result["category"] == "undetermined" and "registry unreachable" in result["reason"]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_gate_that_could_not_decide_is_retried_and_never_cached(tmp_path, suite_copy, loop, browser, node_cache):
+    """A transient cause (here: a task whose npm dependencies cannot be installed — as when the registry is
+    unreachable) leaves no gate.json behind; a deterministic verdict is cached."""
+    import json
+
+    from codesign.evaluate.attribution import task_gate
+    from codesign.tasks.loader import load_task
+
+    root = suite_copy("re-settings-theme-persist", "me-bakery-header-mockup")
+    package = root / "re-settings-theme-persist" / "app" / "package.json"
+    manifest = json.loads(package.read_text())
+    manifest["dependencies"]["left-pad-codesign-does-not-exist"] = "99.99.99"
+    package.write_text(json.dumps(manifest))
+    store = tmp_path / "store"
+    broken = loop.run(task_gate(load_task(root / "re-settings-theme-persist"), browser, node_cache, store))
+    assert broken["transient"] and not broken["startable"]
+    sound = loop.run(task_gate(load_task(root / "me-bakery-header-mockup"), browser, node_cache, store))
+    assert sound["startable"] and sound["solvable"] and not sound["transient"]
+    assert len(list(store.glob("tasks/*/gate.json"))) == 1  # only the decided one

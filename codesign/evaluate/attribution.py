@@ -8,7 +8,9 @@ the gate of ``codesign.evaluate.gate``, run once per task version and cached in 
 - ``environment_blockage``: the solve ended on infrastructure (an infrastructure error or the wall-time
   cap, as the paper records timeouts) with nothing achieved;
 - ``mixed``: such an infrastructure ending, but with some criteria met;
-- ``model_limitation``: a sound task and a solve that ended on its own terms.
+- ``ungraded``: low only because the evaluator could not grade some criteria (no probe under ``probe``);
+- ``model_limitation``: a sound task and a solve that ended on its own terms;
+- ``undetermined``: the gate itself could not decide (a transient failure); it is not cached.
 
 Environment-adjusted scores leave out the first two kinds (see ``codesign.score.adjusted_frame``).
 """
@@ -38,24 +40,35 @@ async def task_gate(task: Task, browser: Browser, node_cache: Path, store_root: 
         if cached is not None:
             return cached
         report = await validate_task(task, browser, node_cache, folder)
+        if report.transient:  # retried once; an undecided gate is used for this trial but never cached
+            report = await validate_task(task, browser, node_cache, folder)
         gate = {
             "startable": all(report.steps.get(s) == "ok" for s in ("integrity", "install_build", "launch_render")),
             "solvable": report.steps.get("solvability") == "ok",
             "steps": report.steps,
+            "transient": report.transient,
         }
-        write_json(folder / "gate.json", gate)
+        if not report.transient:
+            write_json(folder / "gate.json", gate)
         return gate
 
 
-def classify(record: TrialRecord, gate: dict[str, Any]) -> dict[str, Any]:
+def classify(record: TrialRecord, gate: dict[str, Any], below: float = 0.5) -> dict[str, Any]:
     verdicts = record.evaluation.verdicts if record.evaluation else []
     n_pass = sum(v.verdict == "PASS" for v in verdicts)
+    graded = [v for v in verdicts if v.failure_category != "not_gradable"]
     exit_status = record.telemetry.exit_status if record.telemetry else ExitStatus.INFRA_ERROR.value
     infrastructure = ExitStatus(exit_status).is_infrastructure
-    if not gate["startable"]:
+    if gate.get("transient"):
+        category, reason = "undetermined", "the task gate could not decide: " + gate["transient"][:400]
+    elif not gate["startable"]:
         category, reason = "starting_artifact_defect", "the untouched app does not start: " + _failed(gate)
     elif not gate["solvable"]:
         category, reason = "starting_artifact_defect", "the reference solution does not pass: " + _failed(gate)
+    elif len(graded) < len(verdicts) and (not graded or n_pass / len(graded) >= below):
+        # Low only because criteria the evaluator could not grade count as FAIL: its coverage, not the model.
+        category = "ungraded"
+        reason = f"{len(verdicts) - len(graded)} criteria could not be graded by this evaluator; use hybrid or llm"
     elif infrastructure and n_pass == 0:
         category, reason = "environment_blockage", f"the solve ended with {exit_status} and nothing was achieved"
     elif infrastructure:

@@ -31,6 +31,9 @@ class TaskReport:
     track: str = "?"
     steps: dict[str, str] = field(default_factory=dict)  # step -> "ok" | "FAIL: why" | "skipped"
     wall_s: float = 0.0
+    # Set when a step could not be decided for a passing reason (a crash, an unreachable registry, an app
+    # timeout): the report says nothing certain about the task, so it is retried and never cached.
+    transient: str = ""
 
     @property
     def ok(self) -> bool:
@@ -96,6 +99,7 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
         report.steps["integrity"] = "ok"
         evaluator = ProbeEvaluator()
         baseline = await evaluate_patch(task, "", evaluator, browser, out_dir / task.id / "baseline", node_cache)
+        report.transient = baseline.transient
         if baseline.message and all(v.failure_category == "build_failed" for v in baseline.verdicts):
             report.fail("install_build", baseline.message)
             return report
@@ -117,6 +121,7 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
         reference = await evaluate_patch(
             task, task.reference_patch(), evaluator, browser, out_dir / task.id / "reference", node_cache
         )
+        report.transient = report.transient or reference.transient
         probed = {c.id for c in task.criteria if c.probe is not None}
         unsolved = [
             f"{v.criterion_id}: {v.reason}"
@@ -142,6 +147,7 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
     except Exception as e:  # a gate reports every task; one crash must not hide the others
         step = next((s for s in STEPS if s not in report.steps), STEPS[-1])
         report.fail(step, f"{type(e).__name__}: {e}")
+        report.transient = f"{type(e).__name__}: {str(e)[:500]}"
     finally:
         report.wall_s = round(time.monotonic() - start, 2)
     return report

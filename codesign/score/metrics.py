@@ -162,7 +162,7 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 # Low scores the solver is not to blame for: left out of the environment-adjusted scores.
-NOT_THE_SOLVER = ("starting_artifact_defect", "environment_blockage")
+NOT_THE_SOLVER = ("starting_artifact_defect", "environment_blockage", "ungraded")
 
 
 def adjusted_frame(tasks: pl.DataFrame) -> pl.DataFrame:
