@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from codesign.runner import run
+from tests.conftest import SUITE
 from tests.helpers import cli, compose_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.ray, pytest.mark.slow]
@@ -129,3 +130,33 @@ def test_wandb_run_closes_cleanly_when_the_run_fails(tmp_path, suite_copy):
     assert wandb.run is None  # finished, not left dangling
     run_dir = next((out / "wandb").glob("offline-run-*"))
     assert list(run_dir.glob("run-*.wandb"))
+
+
+@pytest.mark.ray
+def test_a_node_that_is_not_ready_is_reported_by_name_before_any_trial(tmp_path, ray_instance):
+    """Every Ray actor checks its own node (store writable, Node.js, bubblewrap, media libraries, browser)."""
+    import socket
+
+    from codesign.errors import EnvironmentSetupError
+    from codesign.execute.ray_pool import RayExecutor
+    from codesign.runner import trial_specs
+
+    cfg = compose_config("tasks.include=[me-bakery-header-mockup]")
+    specs = [vars(s) for s in trial_specs(cfg, [("me-bakery-header-mockup", SUITE / "me-bakery-header-mockup")])]
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the store should be")
+    specs[0]["store_root"] = str(blocked / "store")
+    seen: list = []
+    with pytest.raises(EnvironmentSetupError) as err:
+        RayExecutor(num_workers=1).run(specs, seen.append)
+    assert f"{socket.gethostname()}: the store" in str(err.value) and "not writable" in str(err.value)
+    assert seen == []  # no trial started
+
+
+def test_ray_that_cannot_start_fails_with_a_hint():
+    import subprocess
+    import sys
+
+    code = "from codesign.execute.ray_pool import ensure_ray; ensure_ray(None, num_cpus=-1)"  # Ray refuses it
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "Ray did not start" in proc.stderr and "executor=inline" in proc.stderr

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from codesign._types import Count, TrialRecord
+from codesign.errors import EnvironmentSetupError
 from codesign.execute import Budget
+from codesign.execute.prerequisites import node_problems
 from codesign.runtime.browser import Browser
 from codesign.trial import TrialSpec, run_trial_safely
 
@@ -22,6 +24,11 @@ class InlineExecutor:
 
     def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
             budget: Budget | None = None) -> list[TrialRecord]:  # fmt: skip
+        if specs:
+            problems = node_problems(specs[0]["store_root"], specs[0].get("scratch_root"), specs[0]["node_cache"])
+            if problems:
+                raise EnvironmentSetupError("this machine is not ready to run trials:\n  " + "\n  ".join(problems),
+                                            "run `make setup` (python -m codesign.install run)")  # fmt: skip
         return asyncio.run(self._run(specs, on_result, budget or Budget()))
 
     async def _run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from codesign._types import Count, NonNegative, TrialRecord, TrialStatus
+from codesign.errors import EnvironmentSetupError
 from codesign.execute import Budget
 
 
@@ -43,6 +44,21 @@ class TrialWorker:
             scratch.sweep(spec.get("scratch_root"))
         return await run_trial_safely(TrialSpec(**spec), self.browser)
 
+    async def check(self, store_root: str, scratch_root: str | None, node_cache: str) -> list[str]:
+        """This node's missing prerequisites (empty when ready), the browser launched for real."""
+        import asyncio
+        import socket
+
+        from codesign.errors import CodesignError
+        from codesign.execute.prerequisites import node_problems
+
+        problems = await asyncio.to_thread(node_problems, store_root, scratch_root, node_cache)
+        try:
+            await self.browser.get()
+        except CodesignError as e:
+            problems.append(f"{socket.gethostname()}: Chromium: {e}")
+        return problems
+
     async def shutdown(self) -> None:
         await self.browser.close()
 
@@ -62,7 +78,19 @@ def ensure_ray(address: str | None, num_cpus: int | None = None, runtime_env: di
     kwargs: dict[str, Any] = {"address": target, "logging_level": logging.WARNING, "runtime_env": runtime_env}
     if target == "local":
         kwargs |= {"include_dashboard": False, "num_cpus": num_cpus}
-    ray.init(**kwargs)
+    # A loaded machine can miss Ray's own start-up deadline (30 s, fixed in Ray): one more try, then a hint.
+    for attempt in (1, 2):
+        try:
+            ray.init(**kwargs)
+            return
+        except Exception as e:
+            ray.shutdown()
+            if attempt == 2:
+                raise EnvironmentSetupError(
+                    f"Ray did not start ({target}): {type(e).__name__}: {str(e)[:500]}",
+                    "on a busy machine run without Ray (executor=inline); for a cluster check RAY_ADDRESS / "
+                    "executor.address",
+                ) from e
 
 
 @dataclass
@@ -108,6 +136,17 @@ class RayExecutor:
                 submitted += 1
 
         records: list[TrialRecord] = []
+        try:  # every node that will run trials checks itself before the first (paid) solve
+            where = (specs[0]["store_root"], specs[0].get("scratch_root"), specs[0]["node_cache"]) if specs else None
+            checks = [w.check.remote(*where) for w in workers] if where else []
+            problems = sorted({p for found in ray.get(checks) for p in found})
+        except Exception:
+            self._stop(workers)
+            raise
+        if problems:
+            self._stop(workers)
+            raise EnvironmentSetupError("nodes are not ready to run trials:\n  " + "\n  ".join(problems),
+                                        "run `make setup` (python -m codesign.install run) on those nodes")  # fmt: skip
         submit_more()
         try:
             while pending:
@@ -131,8 +170,14 @@ class RayExecutor:
                 records.append(record)
                 on_result(record)
         finally:
-            for w in workers:
-                with contextlib.suppress(Exception):  # a dead actor has nothing left to close
-                    ray.get(w.shutdown.remote(), timeout=10)
-                ray.kill(w)
+            self._stop(workers)
         return records
+
+    @staticmethod
+    def _stop(workers: list[Any]) -> None:
+        import ray
+
+        for w in workers:
+            with contextlib.suppress(Exception):  # a dead actor has nothing left to close
+                ray.get(w.shutdown.remote(), timeout=10)
+            ray.kill(w)
