@@ -121,3 +121,28 @@ def node_image(docker_engine) -> str:
     from codesign import install
 
     return install.node_image()
+
+
+def gate_in(folder: Path, *overrides: str) -> tuple[int, str, Path]:
+    """``python -m codesign.validate`` run in ``folder``: exit code, printed report, the report's folder."""
+    import contextlib
+    import io
+
+    from codesign import validate
+
+    cwd = Path.cwd()
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chdir(folder)  # the report lands under ./outputs/validate/
+    try:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = validate.main(["tasks=all", *overrides])
+    finally:
+        os.chdir(cwd)
+    return code, out.getvalue(), next(folder.glob("outputs/validate/*"))
+
+
+@pytest.fixture(scope="session")
+def idle_gate(tmp_path_factory) -> tuple[int, str, Path]:
+    """The gate on the whole bundled suite, once per session (the load test compares against it)."""
+    return gate_in(tmp_path_factory.mktemp("idle-gate"))

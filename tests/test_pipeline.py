@@ -116,16 +116,16 @@ def test_wandb_run_closes_cleanly_when_the_run_fails(tmp_path, suite_copy):
     import wandb
 
     root = suite_copy("me-bakery-header-mockup")
+    (tmp_path / "file").write_text("a file where the store's folder should be")
     cfg = compose_config(
         "tasks=all",
         f"tasks.root={root}",
-        f"store.root={tmp_path / 'store'}",
+        f"store.root={tmp_path / 'file' / 'store'}",
         "executor=inline",
-        "+executor.no_such_option=1",
-    )  # the executor cannot be built: the run fails
+    )  # the executor refuses a machine whose store is not writable: the run fails after the tracker started
     out = tmp_path / "run"
     out.mkdir()
-    with pytest.raises(Exception, match="no_such_option"):
+    with pytest.raises(Exception, match="not writable"):
         run(cfg, out)
     assert wandb.run is None  # finished, not left dangling
     run_dir = next((out / "wandb").glob("offline-run-*"))

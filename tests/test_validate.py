@@ -14,13 +14,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GOOD = "me-bakery-header-mockup"
 
 
-def test_gate_passes_on_the_whole_bundled_suite(capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # the report lands under ./outputs/validate/
-    assert validate.main(["tasks=all"]) == 0
-    out = capsys.readouterr().out
+def test_gate_passes_on_the_whole_bundled_suite(idle_gate):
+    code, out, folder = idle_gate
+    assert code == 0
     n = len(load_suite(SUITE).tasks)
     assert f"{n}/{n} tasks pass the gate" in out
-    report = pl.read_parquet(next(tmp_path.glob("outputs/validate/*/validation.parquet")))
+    report = pl.read_parquet(folder / "validation.parquet")
     assert report.height == n and report["ok"].all()
     assert set(report.columns) >= {"integrity", "install_build", "launch_render", "solvability", "discrimination"}
 

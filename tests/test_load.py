@@ -1,0 +1,46 @@
+"""Verdicts do not depend on how busy the machine is: the gate on the RE tasks under a CPU burner that
+saturates every core gives exactly the verdicts of the idle run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codesign.tasks.loader import load_suite
+from tests.conftest import SUITE, gate_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+BURNERS_PER_CORE = 4
+# Self-terminating: the burner can never outlive the test by more than this, whatever happens to pytest.
+BURN = "import time\nend = time.monotonic() + 1200\nwhile time.monotonic() < end: pass\n"
+
+
+def verdicts(folder: Path, task_ids: list[str]) -> dict[tuple[str, str, str], str]:
+    out = {}
+    for task_id in task_ids:
+        for which in ("baseline", "reference"):
+            for v in json.loads((folder / task_id / which / "verdicts.json").read_text()):
+                out[(task_id, which, v["criterion_id"])] = v["verdict"]
+    return out
+
+
+def test_the_gate_gives_the_same_verdicts_on_a_saturated_machine(idle_gate, tmp_path):
+    re_tasks = sorted(t.id for t in load_suite(SUITE).tasks if t.track == "RE")
+    burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(BURNERS_PER_CORE * (os.cpu_count() or 1))]
+    try:
+        code, out, folder = gate_in(tmp_path, f"tasks.include=[{','.join(re_tasks)}]")
+        assert all(b.poll() is None for b in burners)  # the load lasted the whole run
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert code == 0, out
+    idle, loaded = verdicts(idle_gate[2], re_tasks), verdicts(folder, re_tasks)
+    assert len(loaded) > 200  # every criterion of every RE task, graded twice (baseline and reference)
+    differ = {k: (idle[k], loaded[k]) for k in idle if idle[k] != loaded.get(k)}
+    assert not differ, differ

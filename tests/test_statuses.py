@@ -1,0 +1,146 @@
+"""Every trial status for a constructed case, and the buckets they decide: what is averaged, what is an
+error (with its cause), what is graded again. (``aborted`` and ``skipped`` are constructed in
+test_judge.py and test_harnesses.py.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from codesign.runner import run
+from tests.helpers import compose_config
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TASK_YAML = """\
+id: {id}
+track: ME
+title: A page
+request: Make the heading say hello.
+environment:
+  kind: static
+labels:
+  capability: [ui_transformation]
+"""
+CRITERIA_YAML = """\
+criteria:
+  - id: heading
+    text: The heading says hello.
+    kind: content
+    probe:
+      expect:
+        - text: {selector: h1, contains: hello}
+  - id: button-works
+    text: The button shows a note.
+    kind: interaction
+    probe:
+      steps:
+        - click: "#go"
+      expect:
+        - visible: "#note"
+"""
+
+
+def make_task(root: Path, task_id: str, page: str) -> Path:
+    folder = root / task_id
+    (folder / "app").mkdir(parents=True)
+    (folder / "solution").mkdir()
+    (folder / "task.yaml").write_text(TASK_YAML.format(id=task_id))
+    (folder / "criteria.yaml").write_text(CRITERIA_YAML)
+    (folder / "app" / "index.html").write_text(page)
+    (folder / "solution" / "solution.patch").write_text(
+        "diff --git a/index.html b/index.html\n--- a/index.html\n+++ b/index.html\n@@ -1 +1 @@\n"
+        f"-{page.splitlines()[0]}\n+{page.splitlines()[0].replace('<h1>', '<h1>hello ')}\n"
+    )
+    return folder
+
+
+GOOD = '<h1>page</h1><button id="go" onclick="document.getElementById(\'note\').hidden=false">go</button>\n'
+HANGS = "<h1>page</h1><script>while (true) {}</script>\n"  # never finishes loading: the app's own bug
+
+
+def run_suite(tmp_path: Path, root: Path, *overrides: str) -> dict[str, pl.DataFrame]:
+    cfg = compose_config("tasks=all", f"tasks.root={root}", "executor=inline", "tracker=none",
+                         f"store.root={tmp_path / 'store'}", "attribution.below=null", *overrides)  # fmt: skip
+    out = tmp_path / "run"
+    out.mkdir(exist_ok=True)
+    return run(cfg, out)
+
+
+def test_an_app_that_hangs_is_its_failure_graded_again_next_run(tmp_path, monkeypatch, capsys):
+    from codesign.runtime import waiting
+
+    monkeypatch.setattr(waiting, "CALL_BOUND_S", 3.0)  # the bound that runs out (90 s in real runs)
+    root = tmp_path / "suite"
+    make_task(root, "hangs", HANGS)
+    tables = run_suite(tmp_path, root, "model=noop")
+    row = tables["tasks"].row(0, named=True)
+    assert row["status"] == "ok" and row["strict"] == 0.0  # scored: the candidate's failure, not an error
+    verdicts = tables["verdicts"]
+    assert set(verdicts["failure_category"]) == {"timeout"}
+    assert all("did not answer within 3 s" in r for r in verdicts["reason"])
+    assert not list((tmp_path / "store").glob("trials/*/evals/*/evaluation.json"))  # graded again next time
+    capsys.readouterr()
+    again = run_suite(tmp_path, root, "model=noop")["tasks"].row(0, named=True)
+    progress = capsys.readouterr().out
+    assert again["status"] == "ok" and "hangs 0/2 PASS (reused solve)" in progress  # the solve, not the grade
+
+
+def test_each_error_status_is_an_error_with_its_cause_never_a_zero(tmp_path, capsys):
+    root = tmp_path / "suite"
+    make_task(root, "good", GOOD)
+    broken = make_task(root, "broken", GOOD)
+    (broken / "task.yaml").write_text("id: broken\ntrack: ME\n")  # no title, request, labels
+    tables = run_suite(tmp_path, root, "model=oracle")
+    rows = {r["task_id"]: r for r in tables["tasks"].iter_rows(named=True)}
+    assert rows["good"]["status"] == "ok" and rows["good"]["strict"] == 0.5  # the note stays hidden: FAIL
+    assert rows["broken"]["status"] == "task_error" and "task.yaml" in rows["broken"]["message"]
+    summary = tables["summary"].filter(pl.col("track") == "ALL").row(0, named=True)
+    assert summary["tasks"] == 1 and summary["errors"] == 1 and summary["strict"] == 0.5
+    assert "task_error ×1" in capsys.readouterr().err
+
+
+def test_a_solve_the_framework_failed_is_an_error_not_an_empty_patch_graded(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CODESIGN_DEAD_KEY", "sk-x")
+    root = tmp_path / "suite"
+    make_task(root, "good", GOOD)
+    tables = run_suite(tmp_path, root, "model=litellm", "model.name=dead", "model.model=openai/dead",
+                       "model.api_base=http://127.0.0.1:9/v1", "model.api_key_env=CODESIGN_DEAD_KEY",
+                       "model.max_retries=0")  # fmt: skip
+    row = tables["tasks"].row(0, named=True)
+    assert row["status"] == "infra_error" and row["exit_status"] == "infra_error"
+    assert row["message"].startswith("solve:") and row["strict"] is None
+    summary = tables["summary"].filter(pl.col("track") == "ALL").row(0, named=True)
+    assert summary["errors"] == 1 and summary["tasks"] == 0 and summary["strict"] is None
+    assert "infra_error ×1: solve:" in capsys.readouterr().err
+    assert not list((tmp_path / "store").glob("trials/*/solve.json"))  # solved again next run
+
+
+def test_an_evaluation_the_framework_failed_is_an_error(tmp_path):
+    root = tmp_path / "suite"
+    make_task(root, "good", GOOD)
+    not_a_browser = tmp_path / "chromium"
+    not_a_browser.write_text("#!/bin/sh\nexit 1\n")
+    not_a_browser.chmod(0o755)
+    row = run_suite(tmp_path, root, f"browser.executable={not_a_browser}")["tasks"].row(0, named=True)
+    assert row["status"] == "infra_error" and "could not launch Chromium" in row["message"]
+
+
+def test_solve_only_is_solved_and_not_scored(tmp_path):
+    root = tmp_path / "suite"
+    make_task(root, "good", GOOD)
+    tables = run_suite(tmp_path, root, "stages.evaluate=false")
+    assert tables["tasks"].row(0, named=True)["status"] == "solved"
+    assert tables["summary"].filter(pl.col("track") == "ALL").row(0, named=True)["tasks"] == 0
+
+
+def test_status_definitions_are_documented():
+    """The README's status table names every status the code can give."""
+    from codesign._types import TrialStatus
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = readme.split("| status |", 1)[1].split("\n\n", 1)[0]
+    for status in TrialStatus:
+        assert f"`{status.value}`" in table, status
