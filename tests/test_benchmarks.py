@@ -26,3 +26,13 @@ def test_evidence_benchmark_runs():
 def test_solver_benchmark_runs():
     out = bench("benchmarks/solvers.py", "--trials", "8", "--runs", "1")
     assert "framework overhead per trial" in out and "of the reachable rate" in out
+
+
+def test_load_benchmark_runs():
+    out = bench("benchmarks/load.py", "--levels", "1", "2", "--tasks", "me-bakery-header-mockup")
+    assert "agreement" in out and "100.0%" in out.splitlines()[-1]
+
+
+def test_sandbox_benchmark_runs():
+    out = bench("benchmarks/sandbox.py", "--repeats", "3")
+    assert "bubblewrap" in out and "unconfined" in out

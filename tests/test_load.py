@@ -1,5 +1,9 @@
-"""Verdicts do not depend on how busy the machine is: the gate on the RE tasks under a CPU burner that
-saturates every core gives exactly the verdicts of the idle run."""
+"""Verdicts do not depend on how busy the machine is: the gate on RE tasks under a CPU burner that
+saturates every core gives exactly the verdicts of the idle run.
+
+CI runs the four RE tasks whose interaction steps failed under load before evaluation waited on the app's
+state (select, fill, click on a nav link, a switch); all nine take ~3.5 min under this load on 2 cores,
+with the same result (README, *Verdicts do not depend on load*)."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from tests.conftest import SUITE, gate_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 BURNERS_PER_CORE = 4
+LOADED = ["re-kanban-wip-limits", "re-recipes-search", "re-settings-theme-persist", "re-team-directory-favorites"]
 # Self-terminating: the burner can never outlive the test by more than this, whatever happens to pytest.
 BURN = "import time\nend = time.monotonic() + 1200\nwhile time.monotonic() < end: pass\n"
 
@@ -30,7 +35,8 @@ def verdicts(folder: Path, task_ids: list[str]) -> dict[tuple[str, str, str], st
 
 
 def test_the_gate_gives_the_same_verdicts_on_a_saturated_machine(idle_gate, tmp_path):
-    re_tasks = sorted(t.id for t in load_suite(SUITE).tasks if t.track == "RE")
+    re_tasks = [t for t in LOADED if t in {t.id for t in load_suite(SUITE).tasks}]
+    assert len(re_tasks) == len(LOADED)
     burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(BURNERS_PER_CORE * (os.cpu_count() or 1))]
     try:
         code, out, folder = gate_in(tmp_path, f"tasks.include=[{','.join(re_tasks)}]")
@@ -41,6 +47,6 @@ def test_the_gate_gives_the_same_verdicts_on_a_saturated_machine(idle_gate, tmp_
             b.wait()
     assert code == 0, out
     idle, loaded = verdicts(idle_gate[2], re_tasks), verdicts(folder, re_tasks)
-    assert len(loaded) > 200  # every criterion of every RE task, graded twice (baseline and reference)
+    assert len(loaded) > 90  # every criterion of these tasks, graded twice (baseline and reference)
     differ = {k: (idle[k], loaded[k]) for k in idle if idle[k] != loaded.get(k)}
     assert not differ, differ
