@@ -43,6 +43,9 @@ def lab(tmp_path_factory):
     (root / "index.html").write_text(PAGE)
     (root / "app.js").write_text("export const answer = 42;\n")
     (root / "noisy.html").write_text("<script>console.error('boom')</script><p>noisy</p>")
+    (root / "covered.html").write_text(  # a button that is there, visible and enabled, but under an overlay
+        '<button id="under">press</button><div style="position:fixed;inset:0;background:rgba(0,0,0,.1)"></div>'
+    )
     (root / "wide.html").write_text(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<div style="width: 700px; height: 20px; background: red">too wide</div>'
@@ -243,6 +246,17 @@ def test_a_target_that_never_becomes_actionable_says_what_was_awaited(loop, sess
     from codesign.runtime import waiting
 
     monkeypatch.setattr(waiting, "ACTION_BOUND_S", 1.0)
-    v = grade(loop, session, {"steps": [{"click": "#secret"}], "expect": [{"visible": "#done"}]}, kind="interaction")
+    v = grade(loop, session, {"route": "/covered.html", "steps": [{"click": "#under"}], "expect": [{"visible": "#x"}]},
+              kind="interaction")  # fmt: skip
     assert v.failure_category == "element_never_reached"
-    assert "waited for:" in v.reason and "not visible" in v.reason, v.reason
+    assert "waited for:" in v.reason and "intercepts pointer events" in v.reason, v.reason
+
+
+def test_a_hidden_target_fails_at_once(loop, session):
+    import time
+
+    start = time.monotonic()
+    probe = {"steps": [{"click": "#secret"}], "expect": [{"visible": "#done"}]}
+    hidden = grade(loop, session, probe, kind="interaction")
+    assert "'#secret' is not visible once the page has settled" in hidden.reason
+    assert time.monotonic() - start < 10

@@ -149,8 +149,8 @@ class BrowserTools:
         the whole bound to become actionable, and the page settles afterwards (codesign.runtime.waiting)."""
         t, inflight = waiting.ACTION_BOUND_S * 1000, self.loaded.inflight if self.loaded else None
 
-        async def el(selector: str) -> Any:
-            return await target(page, selector, inflight)
+        async def el(selector: str, enabled: bool = True, visible: bool = True) -> Any:
+            return await target(page, selector, inflight, visible, enabled)
 
         match name:
             case "navigate":
@@ -170,7 +170,7 @@ class BrowserTools:
                 if where.lstrip("-").isdigit():
                     await bounded(page.evaluate("y => window.scrollTo(0, y)", int(where)), page, "scrolling")
                 else:
-                    await (await el(where)).scroll_into_view_if_needed(timeout=t)
+                    await (await el(where, enabled=False)).scroll_into_view_if_needed(timeout=t)
             case "set_viewport":
                 viewport = str(a.get("viewport", "desktop"))
                 await page.set_viewport_size(VIEWPORTS["mobile" if viewport == "mobile" else "desktop"]["viewport"])
@@ -183,7 +183,7 @@ class BrowserTools:
                 return f"screenshot saved as evidence {shot_id}", [_image(small, mime)]
             case "read_dom":
                 selector = str(a.get("selector") or "body")
-                text = await (await el(selector)).inner_text(timeout=t)
+                text = await (await el(selector, enabled=False, visible=False)).inner_text(timeout=t)
                 return _norm(text)[:TEXT_LIMIT], []
             case _:
                 raise ValueError(f"unknown tool {name!r}")

@@ -215,8 +215,8 @@ async def _perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSessi
     an existing one gets up to ``ACTION_BOUND_S`` to become actionable. The page settles after the step."""
     page, t = loaded.page, waiting.ACTION_BOUND_S * 1000
 
-    async def el() -> Any:
-        return await target(page, s.selector, loaded.inflight)
+    async def el(enabled: bool = True, visible: bool = True) -> Any:
+        return await target(page, s.selector, loaded.inflight, visible, enabled)
 
     match name:
         case "click":
@@ -228,22 +228,25 @@ async def _perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSessi
         case "select":
             await (await el()).select_option(s.value, timeout=t)
         case "hover":
-            await (await el()).hover(timeout=t)
+            await (await el(enabled=False)).hover(timeout=t)
         case "check":
             await (await el()).check(timeout=t)
         case "goto":
             await bounded(page.goto(session.base_url + s.route, wait_until="load", timeout=0), page, f"goto {s.route}")
         case "scroll":
             if s.selector:
-                await (await el()).scroll_into_view_if_needed(timeout=t)
+                await (await el(enabled=False)).scroll_into_view_if_needed(timeout=t)
             else:
                 await bounded(page.evaluate("y => window.scrollTo(0, y)", s.y or 0), page, "scrolling")
         case "set_viewport":
             await page.set_viewport_size(VIEWPORTS[s.viewport]["viewport"])
         case "wait":
             await page.wait_for_timeout(s.ms)  # the task author's explicit wait (an animation, a debounce)
-        case "wait_for":  # the author says the state will come: it gets the whole bound
-            await page.locator(s.selector).first.wait_for(state=s.state, timeout=t)
+        case "wait_for":
+            if s.state in ("attached", "visible"):  # something to appear: decided on the settled page
+                await el(enabled=False, visible=s.state == "visible")
+            else:  # something to go away: it gets the whole bound
+                await page.locator(s.selector).first.wait_for(state=s.state, timeout=t)
     await loaded.settle()
 
 

@@ -3,8 +3,9 @@
 - A page is *settled* when its fonts are loaded, no request is in flight and ``QUIET_FRAMES`` animation
   frames pass without a DOM mutation. Frames slow down with the machine, so a busy machine waits longer
   in seconds but sees the same state.
-- A step's target that does not exist once the page has settled fails at once, saying so. A target that
-  exists gets as long as it needs to become actionable, up to ``ACTION_BOUND_S``.
+- A step's target that does not exist, is hidden or is disabled once the page has settled fails at once,
+  saying so. A target that is there gets as long as it needs to become actionable (stable, not covered),
+  up to ``ACTION_BOUND_S``.
 - Every browser call has a bound (``CALL_BOUND_S``); when one runs out, a fresh page in the same browser
   tells who is at fault: if it answers, the app is unresponsive (:class:`AppUnresponsive`, a FAIL with
   category ``timeout``); if not, the browser or machine failed (:class:`BrowserFailure`, infrastructure).
@@ -95,13 +96,22 @@ async def settle(page: Any, inflight: set[Any] | None = None) -> bool:
             await asyncio.sleep(0.02)
 
 
-async def target(page: Any, selector: str, inflight: set[Any] | None = None) -> Any:
-    """The first element matching ``selector`` once the page has settled; :class:`TargetMissing` if none."""
+async def target(
+    page: Any, selector: str, inflight: set[Any] | None = None, visible: bool = True, enabled: bool = False
+) -> Any:
+    """The first element matching ``selector`` once the page has settled. :class:`TargetMissing` at once if
+    there is none, or (as asked) if it is hidden or disabled: on a settled page nothing will change that by
+    itself, so waiting out a bound would only measure the clock."""
     await settle(page, inflight)
     locator = page.locator(selector)
     if await bounded(locator.count(), page, f"counting {selector!r}") == 0:
         raise TargetMissing(f"no element matches {selector!r} once the page has settled")
-    return locator.first
+    first = locator.first
+    if visible and not await bounded(first.is_visible(), page, f"visibility of {selector!r}"):
+        raise TargetMissing(f"{selector!r} is not visible once the page has settled")
+    if enabled and not await bounded(first.is_enabled(), page, f"state of {selector!r}"):
+        raise TargetMissing(f"{selector!r} is disabled once the page has settled")
+    return first
 
 
 def describe(error: BaseException, lines: int = 4) -> str:
