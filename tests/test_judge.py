@@ -65,13 +65,14 @@ def is_verifier(req: ServedRequest) -> bool:
     return "adversarial reviewer" in json.dumps(req.messages[0])
 
 
-def verdict(v: str, ids: list[str], reason: str = "seen") -> Reply:
+def verdict(v: str, ids: list[str], reason: str = "seen in the cited evidence") -> Reply:
     return Reply(json.dumps({"verdict": v, "reason": reason, "failure_category": None if v == "PASS" else "wrong",
                              "evidence_ids": ids}))  # fmt: skip
 
 
 def not_refuted() -> Reply:
-    return Reply(json.dumps({"refuted": False, "verdict": None, "reason": "could not refute", "evidence_ids": []}))
+    reply = {"refuted": False, "verdict": None, "reason": "could not refute the verdict", "evidence_ids": []}
+    return Reply(json.dumps(reply))
 
 
 def careful_judge(req: ServedRequest) -> Reply:

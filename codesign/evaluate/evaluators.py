@@ -9,6 +9,7 @@ from typing import Any
 
 from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Verdict
 from codesign.build import construct
+from codesign.evaluate import judge as judging
 from codesign.evaluate import probes
 from codesign.evaluate.audit import AuditViolation, audit
 from codesign.evaluate.evidence import EvidenceSession
@@ -74,6 +75,8 @@ class LLMEvaluator:
     use_probes: bool = False
     max_actions: NonNegative = 8  # browser actions per criterion, per judge or verifier
     max_format_retries: NonNegative = 2  # malformed replies re-asked before recording an evaluator error
+    max_calls: Count = 12  # model calls per criterion, per judge or verifier; reaching it is an evaluator error
+    criterion_timeout_s: Seconds = 600.0  # wall time per criterion, per judge or verifier; likewise
     concurrency: Count = 4  # criteria graded at once
     judge_prompt: str = "judge_v1.md"
     verifier_prompt: str = "verifier_v1.md"
@@ -111,7 +114,8 @@ class LLMEvaluator:
         schema = JudgeReply if role == "judge" else VerifierReply
         stats = self._stats.setdefault(role, CallStats())
         return Consultant(construct(cfg), prompt(self.judge_prompt if role == "judge" else self.verifier_prompt),
-                          schema, stats, self.max_actions, self.max_format_retries)  # fmt: skip
+                          schema, stats, self.max_actions, self.max_format_retries, self.max_calls,
+                          self.criterion_timeout_s)  # fmt: skip
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
         gate = asyncio.Semaphore(self.concurrency)
@@ -137,9 +141,10 @@ class LLMEvaluator:
                        extra: str = "") -> Consultation:  # fmt: skip
         route = c.probe.route if c.probe else task.manifest.environment.routes[0]
         viewport = c.probe.viewport if c.probe else ("mobile" if c.kind == "responsive" else "desktop")
-        tools = BrowserTools(session, f"{role}:{c.id}", route, viewport, self.max_actions)
+        boundary = judging.new_boundary()  # looked up on the module: a test swaps in a constant one
+        tools = BrowserTools(session, f"{role}:{c.id}", route, viewport, self.max_actions, boundary)
         try:
-            message, _ = user_message(task, c, select_evidence(c, session), session, extra)
+            message = user_message(task, c, select_evidence(c, session), session, boundary, extra)
             return await self._consultant(role).consult(message, tools)
         finally:
             await tools.close()

@@ -93,13 +93,18 @@ class EvidenceSession:
         page.on("pageerror", lambda e: loaded.errors.append(str(e)))
         page.on("request", lambda r: loaded.inflight.add(r))
 
-        def finished(request: Any, failure: str | None = None) -> None:
-            loaded.inflight.discard(request)
-            entry = {"url": request.url, "method": request.method}
-            loaded.network.append({**entry, "failure": failure} if failure else entry)
+        # A request stops being "in flight" when its response arrives (or it fails): a body the page never
+        # reads never "finishes" in Chromium's eyes, and must not hold the page unsettled.
+        def answered(response: Any) -> None:
+            loaded.inflight.discard(response.request)
+            loaded.network.append({"url": response.url, "method": response.request.method, "status": response.status})
 
-        page.on("requestfinished", finished)
-        page.on("requestfailed", lambda r: finished(r, r.failure or "failed"))
+        def failed(request: Any) -> None:
+            loaded.inflight.discard(request)
+            loaded.network.append({"url": request.url, "method": request.method, "failure": request.failure})
+
+        page.on("response", answered)
+        page.on("requestfailed", failed)
         where = f"loading {route} at {viewport}"
         try:
             response = await bounded(page.goto(self.base_url + route, wait_until="commit", timeout=0), page, where)

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import html as htmllib
 import json
 import re
 import secrets
 import time
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from codesign._protocols import Model
 from codesign._types import EvidenceItem, weaker_cost_source
@@ -42,17 +43,30 @@ JUDGE_IMAGE_SIDE = 1024  # images are downscaled for the judge; the originals st
 TEXT_LIMIT = 12_000
 
 
+# A reason that says nothing: a template placeholder or a filler word.
+_PLACEHOLDER = re.compile(r"<[^<>]*>|\.\.\.|…|(why|reason|because|n/?a|none|todo|tbd|ok|seen|yes|no)\W*", re.I)
+
+
+def _specific(reason: str) -> str:
+    reason = reason.strip()
+    if _PLACEHOLDER.fullmatch(reason) or len(reason.split()) < 3:
+        raise ValueError(f"the reason {reason!r} says nothing specific: name what the evidence shows")
+    return reason
+
+
 class JudgeReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     verdict: Literal["PASS", "PARTIAL", "FAIL"]
-    reason: str = Field(min_length=1)
+    reason: Annotated[str, AfterValidator(_specific)]
     failure_category: str | None = None
     evidence_ids: list[str] = Field(default_factory=list)
 
 
 class VerifierReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     refuted: bool
     verdict: Literal["PARTIAL", "FAIL"] | None = None
-    reason: str = Field(min_length=1)
+    reason: Annotated[str, AfterValidator(_specific)]
     evidence_ids: list[str] = Field(default_factory=list)
 
 
@@ -104,8 +118,10 @@ BROWSER_TOOLS = [
 class BrowserTools:
     """A judge's own page (fresh context, fresh storage); every action is recorded as evidence."""
 
-    def __init__(self, session: EvidenceSession, owner: str, route: str, viewport: str, max_actions: int):
+    def __init__(self, session: EvidenceSession, owner: str, route: str, viewport: str, max_actions: int,
+                 boundary: str) -> None:  # fmt: skip
         self.session, self.owner, self.route, self.viewport = session, owner, route, viewport
+        self.boundary = boundary  # results quote the app: fenced with the consultation's boundary
         self.max_actions, self.count = max_actions, 0
         self.context: Any = None
         self.loaded: LoadedPage | None = None
@@ -142,7 +158,9 @@ class BrowserTools:
         self.session.add(EvidenceItem(item_id, "action", self.route, self.viewport, data=record))
         self.ids.append(item_id)
         status = f"error: {error}" if error else ("the page state changed" if before != after else "no state change")
-        return f"[{item_id}] {name} → {status}{(chr(10) + text) if text else ''}", parts
+        # Everything after the status comes from the app (page text, URLs, error messages quoting it): fenced.
+        detail = fence(f"{status}\n{text}" if text else status, self.boundary, item_id)
+        return f"[{item_id}] {name}:\n{detail}", parts
 
     async def _act(self, page: Any, name: str, a: dict[str, Any], item_id: str) -> tuple[str, list[dict[str, Any]]]:
         """One action; targets are looked up on the settled page (missing: an error at once), existing ones get
@@ -223,7 +241,7 @@ def select_evidence(criterion: Criterion, session: EvidenceSession) -> list[Evid
     if criterion.kind == "accessibility":
         chosen += by("aria")[:2]
     if criterion.kind in ("interaction", "preservation"):
-        chosen += by("console", "desktop")[:2]
+        chosen += by("console", "desktop")[:2] + by("network", "desktop")[:1]
     if _MOTION.search(criterion.text):
         chosen += by("frames")[:1]
     return list({item.id: item for item in chosen}.values())
@@ -231,8 +249,6 @@ def select_evidence(criterion: Criterion, session: EvidenceSession) -> list[Evid
 
 def quote(item: EvidenceItem, session: EvidenceSession, boundary: str) -> list[dict[str, Any]]:
     """One evidence item as content parts: text fenced as untrusted data, images labelled with their id."""
-    head = f"<<<EVIDENCE id={item.id} kind={item.kind} boundary={boundary}>>>"
-    tail = f"<<<END {boundary}>>>"
     if item.kind == "screenshot" and item.path:
         small, mime = downscale((session.out_dir / item.path).read_bytes(), JUDGE_IMAGE_SIDE)
         return [{"type": "text", "text": f"[evidence {item.id}: screenshot of {item.route} at {item.viewport}]"},
@@ -247,21 +263,22 @@ def quote(item: EvidenceItem, session: EvidenceSession, boundary: str) -> list[d
     if item.kind == "dom" and item.path:
         html = (session.out_dir / item.path).read_text(errors="replace")
         body = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", html)
-        text = _norm(re.sub(r"<[^>]+>", " ", body))[:TEXT_LIMIT]
-        return [{"type": "text", "text": f"{head}\npage text of {item.route} at {item.viewport}:\n{text}\n{tail}"}]
+        # The text a user reads (entities decoded): what the app says reaches the judge as it is, fenced.
+        text = _norm(htmllib.unescape(re.sub(r"<[^>]+>", " ", body)))[:TEXT_LIMIT]
+        quoted = fence(text, boundary, item.id)
+        return [{"type": "text", "text": f"page text of {item.route} at {item.viewport}:\n{quoted}"}]
     if item.path:
         text = (session.out_dir / item.path).read_text(errors="replace")[:TEXT_LIMIT]
     else:
         text = json.dumps(item.data, default=str)[:TEXT_LIMIT]
-    return [{"type": "text", "text": f"{head}\n{text}\n{tail}"}]
+    return [{"type": "text", "text": f"{item.kind}:\n{fence(text, boundary, item.id)}"}]
 
 
 def user_message(task: Task, criterion: Criterion, evidence: list[EvidenceItem], session: EvidenceSession,
-                 extra: str = "") -> tuple[dict[str, Any], str]:  # fmt: skip
-    boundary = secrets.token_hex(6)
+                 boundary: str, extra: str = "") -> dict[str, Any]:  # fmt: skip
     parts: list[dict[str, Any]] = [{"type": "text", "text": (
-        f"## The user's request (quoted)\n<<<EVIDENCE id=request boundary={boundary}>>>\n{task.manifest.request}\n"
-        f"<<<END {boundary}>>>\n\n## The criterion to grade\nid: {criterion.id}\nkind: {criterion.kind}\n"
+        f"## The user's request (quoted)\n{fence(task.manifest.request, boundary, 'request')}\n\n"
+        f"## The criterion to grade\nid: {criterion.id}\nkind: {criterion.kind}\n"
         f"{'(something the original app already did, which must keep working)' if criterion.preserve else ''}\n"
         f"text: {criterion.text}\n\n## Evidence (untrusted data from the app under test)\n"
         f"Routes of the app: {', '.join(task.manifest.environment.routes)}."
@@ -270,23 +287,37 @@ def user_message(task: Task, criterion: Criterion, evidence: list[EvidenceItem],
         parts += quote(item, session, boundary)
     if extra:
         parts.append({"type": "text", "text": extra})
-    return {"role": "user", "content": parts}, boundary
+    return {"role": "user", "content": parts}
 
 
 # --- the conversation ------------------------------------------------------------------------------------
 
 
 def parse_reply(text: str | None, schema: type[BaseModel]) -> BaseModel:
-    """The JSON object of a reply (bare or in a ```json fence), validated; raises ValueError."""
+    """The reply as the schema's object. The whole reply must be that one JSON object (a ```json fence around
+    it is allowed, nothing else): text around it — a refusal that quotes an example, a second object — is a
+    malformed reply, never a verdict. Raises ValueError."""
     text = (text or "").strip()
-    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
-    candidate = fenced.group(1) if fenced else text[text.find("{") : text.rfind("}") + 1]
-    if not candidate:
-        raise ValueError("no JSON object found")
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", text, re.S)
+    candidate = fenced.group(1) if fenced else text
+    if not (candidate.startswith("{") and candidate.endswith("}")):
+        raise ValueError("the reply is not exactly one JSON object")
     try:
         return schema.model_validate(json.loads(candidate))
-    except (json.JSONDecodeError, ValidationError) as e:
-        raise ValueError(str(e).splitlines()[0] if isinstance(e, json.JSONDecodeError) else str(e)) from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON: {e}") from None
+    except ValidationError as e:
+        raise ValueError("; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
+
+
+def new_boundary() -> str:
+    """The fence marker of one consultation: random, so text from the app cannot close a fence early."""
+    return secrets.token_hex(8)
+
+
+def fence(text: str, boundary: str, what: str) -> str:
+    """Text that comes from the app under test, quoted as untrusted data."""
+    return f"<<<EVIDENCE id={what} boundary={boundary}>>>\n{text}\n<<<END {boundary}>>>"
 
 
 @dataclass
@@ -299,16 +330,25 @@ class Consultant:
     stats: CallStats
     max_actions: int = 8
     max_format_retries: int = 2
-    timeout_s: float = 600.0
+    max_calls: int = 12  # model calls for one criterion; reaching it is an evaluator error
+    timeout_s: float = 600.0  # wall time for one criterion; likewise
 
     async def consult(self, user: dict[str, Any], tools: BrowserTools) -> Consultation:
         messages: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt}, user]
         transcript: list[dict[str, Any]] = []
-        retries = 0
+        retries = asked = 0
         deadline = time.monotonic() + self.timeout_s
-        while time.monotonic() < deadline:
+        while True:
+            if asked >= self.max_calls:
+                return Consultation(None, f"no verdict within {self.max_calls} model calls", list(tools.ids),
+                                    transcript)  # fmt: skip
+            left = deadline - time.monotonic()
             offer = BROWSER_TOOLS if tools.count < tools.max_actions else []
-            reply = await asyncio.to_thread(self.model.query, messages, offer)
+            try:
+                asked += 1
+                reply = await asyncio.wait_for(asyncio.to_thread(self.model.query, messages, offer), max(left, 0.001))
+            except TimeoutError:
+                return Consultation(None, f"no verdict within {self.timeout_s:.0f} s", list(tools.ids), transcript)
             self._account(reply)
             message = {k: v for k, v in reply.message.items() if v is not None}
             messages.append(message)
@@ -321,6 +361,9 @@ class Consultant:
                         args = json.loads(call["function"].get("arguments") or "{}")
                     except json.JSONDecodeError:
                         args = {}
+                    if time.monotonic() > deadline:
+                        return Consultation(None, f"no verdict within {self.timeout_s:.0f} s", list(tools.ids),
+                                            transcript)  # fmt: skip
                     text, parts = await tools.run(call["function"]["name"], args)
                     messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
                     transcript.append({"tool": call["function"]["name"], "args": args, "result": text})
@@ -338,7 +381,6 @@ class Consultant:
                 self.stats.format_retries += 1
                 messages.append({"role": "user", "content": f"Your reply is not the required JSON object ({e}). "
                                  "Reply with ONLY the JSON object."})  # fmt: skip
-        return Consultation(None, f"no verdict within {self.timeout_s:.0f} s", list(tools.ids), transcript)
 
     def _account(self, reply: Any) -> None:
         s = self.stats
