@@ -18,7 +18,7 @@ from codesign.evaluate.evidence import EvidenceSession
 from codesign.runtime.browser import Browser
 from codesign.runtime.serve import build_app, serving
 from codesign.sandbox import scratch as scratch_dirs
-from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
+from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree, remove_escaping_symlinks
 from codesign.tasks.loader import Task
 
 VIEWPORTS = ["desktop", "mobile"]
@@ -71,8 +71,13 @@ async def evaluate_patch(
                 time.monotonic() - start,
             )
         env = task.manifest.environment
+        escaping = remove_escaping_symlinks(workspace)
         box = build_candidate_sandbox(sandbox or DEFAULT_SANDBOX, workspace, scratch / "home")
         build = await asyncio.to_thread(build_app, workspace, env, node_cache, box)
+        escaping += remove_escaping_symlinks(workspace)  # the build's own, too
+        if escaping:  # the candidate's fact, for graders to see; never an infrastructure error
+            note = "removed symlinks pointing outside the app (not served):\n  " + "\n  ".join(escaping)
+            build.log = f"{note}\n{build.log}"
         serve_root = workspace / env.serve.static_dir
         if not build.ok or (env.serve.command is None and not serve_root.is_dir()):
             (out_dir / "build.log").write_text(build.log)

@@ -76,6 +76,21 @@ class Baseline:
         return proc
 
 
+def remove_escaping_symlinks(root: Path, skip: tuple[str, ...] = ("node_modules",)) -> list[str]:
+    """Remove symlinks under ``root`` that resolve outside it (a candidate's link to a host file); returns
+    them as ``path -> target`` lines, to be recorded as evidence."""
+    root = Path(root).resolve()
+    removed = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_symlink() or any(part in skip for part in path.relative_to(root).parts):
+            continue
+        target = path.resolve()
+        if target != root and root not in target.parents:
+            removed.append(f"{path.relative_to(root)} -> {os.readlink(path)}")
+            path.unlink()
+    return removed
+
+
 def apply_patch(directory: Path, patch: str, strip: int = 1) -> None:
     """Apply a unified diff to ``directory`` atomically: either every hunk applies or nothing changes.
     ``strip`` leading path components are removed (1 for ``a/…`` ``b/…`` paths, 0 for bare ones)."""

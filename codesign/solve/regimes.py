@@ -47,6 +47,7 @@ class Agentic:
     max_turns: Count = 120
     max_wall_s: Seconds = 3 * 3600.0
     max_cost_usd: Dollars | None = None
+    max_patch_kb: Count = 4096  # a final workspace that differs by more is an agent error (nothing graded)
 
     def limits(self) -> Limits:
         return Limits(self.max_turns, self.max_wall_s, self.max_cost_usd)
@@ -74,6 +75,7 @@ class SingleShot:
     max_file_chars: Count = 80_000  # larger files are listed but not included
     max_wall_s: Seconds = 3600.0
     max_cost_usd: Dollars | None = None
+    max_patch_kb: Count = 4096  # a final workspace that differs by more is an agent error (nothing graded)
     system_prompt: str = field(default_factory=lambda: prompts.load("single_shot.md"))
     task_template: str = field(default_factory=lambda: prompts.load("task.md"))
 

@@ -78,10 +78,17 @@ def solve_task(
             recorder.log("crash", traceback=traceback.format_exc())
         finally:
             sandbox.close()
+        patch = baseline.diff()
+        cap_kb = getattr(regime, "max_patch_kb", None)
+        if cap_kb is not None and len(patch.encode()) > cap_kb * 1024:  # e.g. a 30 MB file left behind
+            status = ExitStatus.AGENT_ERROR
+            message = (f"the final workspace differs from the app by {len(patch.encode()) / 1e6:.1f} MB, over the "
+                       f"regime's cap of {cap_kb} KB (regime.max_patch_kb); nothing is graded")  # fmt: skip
+            patch = ""
         recorder.log("end", exit_status=status.value, message=message)
         telemetry = recorder.close()
         telemetry.exit_status, telemetry.message = status.value, message[:2000]
-        return SolveResult(baseline.diff(), telemetry)
+        return SolveResult(patch, telemetry)
     finally:
         if not keep_workspace:
             shutil.rmtree(scratch, ignore_errors=True)

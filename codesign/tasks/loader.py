@@ -84,15 +84,53 @@ class Suite:
     errors: list[TaskError] = field(default_factory=list)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping (YAML itself would keep the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[object, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {seen[key].start_mark.line + 1})",
+                    key_node.start_mark,
+                )  # fmt: skip
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
 def _read_yaml(task_id: str, path: Path) -> object:
     if not path.is_file():
         raise TaskError(task_id, path.name, "file is missing", f"create {path}")
     try:
-        return yaml.safe_load(path.read_text())
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TaskError(task_id, path.name, f"not UTF-8 text (byte {e.start}: {e.reason})",
+                        "save the file as UTF-8") from None  # fmt: skip
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise TaskError(task_id, path.name, f"malformed YAML{where}: {getattr(e, 'problem', e)}") from e
+
+
+def _inside(root: Path, path: Path) -> bool:
+    resolved = path.resolve()
+    return resolved == root or root in resolved.parents
+
+
+def _check_containment(task_id: str, task_dir: Path) -> None:
+    """Nothing a task ships may reach outside its folder: attachment paths and symlinks in app/ and
+    attachments/ (a solver copies and a server serves them)."""
+    root = task_dir.resolve()
+    for folder in (task_dir / APP_DIR, task_dir / "attachments"):
+        for link in (p for p in folder.rglob("*") if p.is_symlink()) if folder.is_dir() else ():
+            if not _inside(root, link):
+                raise TaskError(task_id, str(link.relative_to(task_dir)),
+                                f"symlink points outside the task folder (to {link.resolve()})",
+                                "copy the file into the task instead")  # fmt: skip
 
 
 def _validation_problem(err: ValidationError) -> str:
@@ -138,8 +176,12 @@ def load_task(task_dir: Path) -> Task:
         raise TaskError(task_id, APP_DIR + "/", "app folder is missing", "put the pre-edit app in app/")
     if not (task_dir / APP_DIR / "index.html").is_file():
         raise TaskError(task_id, "app/index.html", "file is missing", "every app is entered via index.html")
+    _check_containment(task_id, task_dir)
     for i, att in enumerate(manifest.attachments):
         path = task_dir / att.path
+        if Path(att.path).is_absolute() or not _inside(task_dir.resolve(), path):
+            raise TaskError(task_id, MANIFEST, f"attachments.{i}.path: {att.path} is outside the task folder",
+                            "attachments live in the task folder, e.g. attachments/mockup.png")  # fmt: skip
         if not path.is_file() or path.stat().st_size == 0:
             raise TaskError(task_id, MANIFEST, f"attachments.{i}.path: {att.path} is missing or empty")
     if not (task_dir / SOLUTION).is_file():
