@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import tempfile
 import types
 import typing
 from pathlib import Path
@@ -157,7 +158,8 @@ def preflight(cfg: Any) -> None:
     # Dependency installs and candidates' builds run under bubblewrap whatever the sandbox kind.
     from codesign.sandbox.local import LocalSandbox
 
-    LocalSandbox(Path("."), Path("."), confine=True).check()
+    scratch = Path(tempfile.gettempdir())  # nothing is created where the user launched codesign
+    LocalSandbox(scratch, scratch, confine=True).check()
     _validate_run_settings(cfg)
     for group in ("model", "harness", "regime", "sandbox", "evaluator", "tracker", "executor"):
         if cfg.get(group) is not None:
@@ -166,5 +168,5 @@ def preflight(cfg: Any) -> None:
         node = cfg.get(group)
         if node is None or node.get("uses_reference") or not hasattr(get_class(node._target_), "check"):
             continue
-        extra = {"workspace": Path("."), "home": Path(".")} if group == "sandbox" else {}
+        extra = {"workspace": scratch, "home": scratch} if group == "sandbox" else {}
         construct(OmegaConf.to_container(node, resolve=True), **extra).check()

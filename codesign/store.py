@@ -36,7 +36,10 @@ def write_atomic(path: Path, content: str | bytes) -> None:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    write_atomic(path, json.dumps(obj, indent=1, default=str))
+    """JSON with secrets redacted (what the store keeps may be shared; see codesign.redact)."""
+    from codesign.redact import redact_data
+
+    write_atomic(path, json.dumps(redact_data(obj), indent=1, default=str))
 
 
 def read_json(path: Path) -> Any | None:

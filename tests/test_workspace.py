@@ -51,22 +51,24 @@ def test_bad_patch_changes_nothing(tmp_path):
     assert (tmp_path / "a.txt").read_text() == "one\n"  # atomic: the good hunk was not applied either
 
 
-def test_timeout_kills_the_whole_process_group(tmp_path):
+def test_timeout_kills_everything_a_local_command_started_setsid_included(tmp_path):
+    """Even unconfined, commands live in their own PID namespace: a timeout (or the trial's end) ends every
+    process they started, and they cannot read codesign's own environment through /proc."""
+    from tests.test_confinement import _running
+
     box = LocalSandbox(tmp_path, tmp_path / "home")
     start = time.monotonic()
-    r = box.execute("sleep 30 & echo child=$!; sleep 30", timeout=1)
+    r = box.execute("sleep 301 & setsid sh -c 'exec sleep 302' & sleep 303", timeout=1)
     assert r.timed_out and r.returncode is None and time.monotonic() - start < 10
-    child = int(r.output.split("child=")[1].split()[0])
-    time.sleep(0.2)
-    assert not _alive(child)  # the background child died with its group
+    time.sleep(0.3)
+    assert _running("sleep 301") == [] and _running("sleep 302") == [] and _running("sleep 303") == []
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"  # a killed child waiting to be reaped is dead
+def test_a_local_command_cannot_read_codesigns_environment_through_proc(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret")
+    box = LocalSandbox(tmp_path, tmp_path / "home")
+    out = box.execute("cat /proc/$PPID/environ; cat /proc/1/environ; ls /proc | grep -c '^[0-9]'").output
+    assert "sk-parent-secret" not in out
 
 
 def test_environment_is_scrubbed_of_secrets(tmp_path, monkeypatch):

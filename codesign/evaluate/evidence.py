@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from codesign._types import EvidenceItem
+from codesign.redact import redact, redact_data
 from codesign.runtime.browser import Browser
 from codesign.runtime.waiting import AppUnresponsive, bounded, settle
 
@@ -76,7 +77,7 @@ class EvidenceSession:
     def write(self, name: str, content: bytes | str) -> str:
         path = self.out_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        path.write_bytes(content if isinstance(content, bytes) else redact(content).encode())
         return name
 
     async def context(self, viewport: str) -> Any:
@@ -165,5 +166,5 @@ class EvidenceSession:
         self.pages.clear()
 
     def save_index(self) -> None:
-        index = [vars(item) for item in self.items.values()]
+        index = redact_data([vars(item) for item in self.items.values()])
         (self.out_dir / "evidence.json").write_text(json.dumps(index, indent=1, default=str))

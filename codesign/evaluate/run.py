@@ -15,6 +15,7 @@ from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, TrialSta
 from codesign.build import build_candidate_sandbox
 from codesign.evaluate.audit import AuditViolation
 from codesign.evaluate.evidence import EvidenceSession
+from codesign.redact import redact, redact_data
 from codesign.runtime.browser import Browser
 from codesign.runtime.serve import build_app, serving
 from codesign.sandbox import scratch as scratch_dirs
@@ -80,7 +81,7 @@ async def evaluate_patch(
             build.log = f"{note}\n{build.log}"
         serve_root = workspace / env.serve.static_dir
         if not build.ok or (env.serve.command is None and not serve_root.is_dir()):
-            (out_dir / "build.log").write_text(build.log)
+            (out_dir / "build.log").write_text(redact(build.log))
             reason = "the app does not build" if not build.ok else f"nothing to serve at {env.serve.static_dir}"
             evidence = [
                 EvidenceItem("diff", "diff", path="diff.patch"),
@@ -116,7 +117,7 @@ async def evaluate_patch(
             finally:
                 await session.close()
                 session.save_index()
-        (out_dir / "verdicts.json").write_text(json.dumps([asdict(v) for v in verdicts], indent=1))
+        (out_dir / "verdicts.json").write_text(json.dumps(redact_data([asdict(v) for v in verdicts]), indent=1))
         telemetry = evaluator.telemetry() if hasattr(evaluator, "telemetry") else {}
         wall = round(time.monotonic() - start, 3)
         transient = "; ".join(dict.fromkeys(session.timeouts))[:2000]

@@ -165,11 +165,24 @@ class LocalSandbox:
         self.workspace = Path(self.workspace).resolve()
         self.home = Path(self.home)
         self.home.mkdir(parents=True, exist_ok=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def tmp(self) -> Path:
+        """The commands' /tmp: private to the trial, and kept between its commands (agents use it)."""
+        return self.home.parent / "tmp"
 
     @property
     def isolated(self) -> bool:
-        """True when commands run under bubblewrap."""
+        """True when the settings need bubblewrap (a confined view or no network)."""
         return self.confine or not self.network
+
+    @property
+    def wrapped(self) -> bool:
+        """True when commands run under bubblewrap: always when it is installed — even unconfined, commands
+        then live in their own PID namespace (no ``/proc/$PPID/environ`` of codesign; everything they start,
+        ``setsid`` included, ends with them) and get a private /tmp."""
+        return self.isolated or bool(shutil.which("bwrap"))
 
     def for_candidate(
         self, workspace: Path, home: Path, frozen: tuple[str, ...] = (), caches: tuple[str, ...] = ()
@@ -199,7 +212,7 @@ class LocalSandbox:
         if relays or self._forwards:
             forwards = tuple(f"tcp:{port}=unix:{sock}" for port, sock in self._forwards.items())
             inner = ["node", str(RELAY_JS), *forwards, *relays, "--", *inner]
-        if not self.isolated:
+        if not self.wrapped:
             return inner
         features = _bwrap_features()
         argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
@@ -213,7 +226,7 @@ class LocalSandbox:
             argv += self._system_view()
         else:
             argv += ["--bind", "/", "/"]
-        argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        argv += ["--dev", "/dev", "--proc", "/proc", "--bind", str(self.tmp), "/tmp"]
         visible = [ws, home]
         for path in self.read_only + [str(RELAY_JS)] * bool(relays or self._forwards):
             argv += ["--ro-bind", path, path]

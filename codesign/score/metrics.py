@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from codesign._types import VERDICT_SCORE, TrialRecord, TrialStatus, Verdict
+from codesign.redact import redact, redact_data
 from codesign.solve.recorder import TOOL_KINDS
 
 CELL = ["model", "harness", "regime", "evaluator"]
@@ -30,7 +31,8 @@ def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
         if r.evaluation is None:
             continue
         for v in r.evaluation.verdicts:
-            row = {**_cell(r), "trial_key": r.trial_key, "task_id": r.task_id, "track": r.track, **asdict(v)}
+            row = {**_cell(r), "trial_key": r.trial_key, "task_id": r.task_id, "track": r.track,
+                   **redact_data(asdict(v))}  # fmt: skip
             row["score"] = _SCORE[v.verdict]
             row["refutation"] = json.dumps(v.refutation) if v.refutation is not None else None
             rows.append(row)
@@ -64,12 +66,12 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "task_id": r.task_id,
             "track": r.track,
             "status": r.status,
-            "message": r.message,
+            "message": redact(r.message),
             "modality": r.labels.get("modality"),
             "n_edit_types": r.labels.get("n_edit_types"),
             "capability": ",".join(r.labels.get("capability", [])),
             "exit_status": t.exit_status if t else None,
-            "exit_message": t.message if t else None,
+            "exit_message": redact(t.message) if t else None,
             "turns": t.turns if t else None,
             "tool_calls": sum(t.tool_calls.values()) if t else None,
             **{f"tools_{k}": t.tool_calls.get(k, 0) if t else None for k in TOOL_KINDS},
@@ -82,7 +84,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "eval_s": r.evaluation.wall_s if r.evaluation else None,
             **{k: (r.evaluation.telemetry.get(k) if r.evaluation else None) for k in EVAL_TELEMETRY},
             "attribution": (r.attribution or {}).get("category"),
-            "attribution_reason": (r.attribution or {}).get("reason"),
+            "attribution_reason": redact((r.attribution or {}).get("reason") or "") or None,
             "n_criteria": None,
             "n_pass": None,
             "n_partial": None,

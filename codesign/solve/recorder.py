@@ -11,6 +11,7 @@ from typing import Any
 
 from codesign._protocols import ModelReply
 from codesign._types import Telemetry, weaker_cost_source
+from codesign.redact import redact_data
 from codesign.solve.ended import CostCapReached, TimeCapReached, TurnCapReached
 
 _MEDIA_TOOLS = re.compile(r"\b(ffmpeg|ffprobe|sox|whisper|faster[-_]whisper|cv2|opencv|pdftoppm|pdftotext|tesseract)\b")
@@ -56,7 +57,7 @@ class SolveRecorder:
 
     def log(self, event: str, /, **payload: Any) -> None:
         row = {"t": round(time.monotonic() - self.started, 3), "event": event, **payload}
-        self._file.write(json.dumps(row, default=str) + "\n")
+        self._file.write(json.dumps(redact_data(row), default=str) + "\n")
         self._file.flush()
 
     def check_limits(self) -> None:

@@ -15,6 +15,7 @@ import polars as pl
 from jinja2 import Environment, select_autoescape
 
 from codesign._types import TrialRecord
+from codesign.redact import redact
 
 
 def _html_table(frame: pl.DataFrame) -> str:
@@ -87,5 +88,5 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
         adjusted=adjusted_html,
     )
     path = out_dir / "report.html"
-    path.write_text(html)
+    path.write_text(redact(html))
     return path

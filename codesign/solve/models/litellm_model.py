@@ -42,6 +42,11 @@ def _retryable() -> tuple[type[Exception], ...]:
             litellm.APIConnectionError, litellm.Timeout, litellm.BadGatewayError)  # fmt: skip
 
 
+def backoff_delay(first_s: float, cap_s: float, attempt: int) -> float:
+    """Exponential backoff with jitter that stays under the cap: half to all of ``min(cap, first · 2^n)``."""
+    return min(cap_s, first_s * 2**attempt) * random.uniform(0.5, 1.0)
+
+
 @dataclass
 class LitellmModel:
     name: str  # short name for tables, W&B and store keys
@@ -89,7 +94,6 @@ class LitellmModel:
         """``litellm.completion`` with this model's settings and retries; returns litellm's response."""
         litellm = _litellm()
 
-        delay = self.backoff_s
         for attempt in range(self.max_retries + 1):
             try:
                 if self.stream:
@@ -102,11 +106,10 @@ class LitellmModel:
             except _retryable() as e:
                 if attempt == self.max_retries:
                     raise
-                wait = _retry_after(e) or min(delay, self.max_backoff_s) * (0.5 + random.random())
+                wait = _retry_after(e) or backoff_delay(self.backoff_s, self.max_backoff_s, attempt)
                 log.warning("%s: %s; retry %d/%d in %.1fs", self.name, type(e).__name__, attempt + 1,
                             self.max_retries, wait)  # fmt: skip
                 time.sleep(wait)
-                delay *= 2
         raise AssertionError("unreachable")
 
     def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:

@@ -1,0 +1,53 @@
+"""Secrets never land in what codesign stores: trajectories, evidence, logs, reports, W&B.
+
+Two nets: the values of this process's secret-named environment variables (API keys, tokens, passwords
+— whatever their shape), and strings shaped like well-known credentials wherever they come from. The
+sandbox already keeps secrets away from solver commands and candidate apps; this is the second line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+MARK = "[redacted]"
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.I)
+_SHAPES = re.compile(
+    "|".join(
+        [
+            r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}",  # OpenAI, Anthropic
+            r"\bAKIA[0-9A-Z]{16}\b",  # AWS access key id
+            r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
+            r"\bxox[abprs]-[A-Za-z0-9-]{10,}",  # Slack
+            r"\bAIza[0-9A-Za-z_-]{35}",  # Google
+            r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
+            r"\b[Bb]earer\s+[A-Za-z0-9._~+/-]{20,}=*",  # an Authorization header
+        ]
+    )
+)
+_MIN_SECRET = 8  # shorter values ("1", "true") would redact ordinary text
+
+
+def secret_values() -> list[str]:
+    """The values of secret-named environment variables, longest first (read each time: tests set them)."""
+    values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    for value in secret_values():
+        if value in text:
+            text = text.replace(value, MARK)
+    return _SHAPES.sub(MARK, text)
+
+
+def redact_data(obj: Any) -> Any:
+    """``redact`` applied to every string inside lists, tuples and dicts (keys included)."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {redact_data(k): redact_data(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(redact_data(v) for v in obj)
+    return obj
