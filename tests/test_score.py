@@ -137,3 +137,30 @@ def test_spearman_rank_stability_across_harnesses():
     models = table.filter((pl.col("factor") == "harness") & (pl.col("compare") == "models")).row(0, named=True)
     assert models["rho"] == pytest.approx(-1.0)  # under h1 kimi leads, under h2 qwen leads
     assert table.filter(pl.col("factor") == "evaluator").height == 0  # one evaluator: nothing to compare
+
+
+def test_rankings_compare_only_cells_that_agree_on_every_other_factor():
+    """model × harness × evaluator: harnesses are compared within each evaluator, whatever the row order.
+    The values below are worked out by hand: under e1 both models prefer h1 (ρ of the models' orderings of
+    the harnesses = 1; the models rank alike under h1 and h2: ρ = 1); under e2 they disagree (−1, −1)."""
+    from codesign.score.ranking import rank_stability
+
+    scores = {
+        ("m1", "h1", "e1"): 0.9,
+        ("m1", "h2", "e1"): 0.5,
+        ("m2", "h1", "e1"): 0.7,
+        ("m2", "h2", "e1"): 0.3,
+        ("m1", "h1", "e2"): 0.2,
+        ("m1", "h2", "e2"): 0.8,
+        ("m2", "h1", "e2"): 0.6,
+        ("m2", "h2", "e2"): 0.4,
+    }
+    rows = [{"model": m, "harness": h, "regime": "agentic", "evaluator": e, "track": "ALL", "strict": s}
+            for (m, h, e), s in scores.items()]  # fmt: skip
+    for order in (rows, list(reversed(rows)), rows[::2] + rows[1::2]):
+        table = rank_stability(pl.DataFrame(order)).filter(pl.col("factor") == "harness")
+        got = {(r["compare"], r["context"]): r["rho"] for r in table.iter_rows(named=True)}
+        assert got == pytest.approx({
+            ("levels", "regime=agentic,evaluator=e1"): 1.0, ("models", "regime=agentic,evaluator=e1"): 1.0,
+            ("levels", "regime=agentic,evaluator=e2"): -1.0, ("models", "regime=agentic,evaluator=e2"): -1.0,
+        })  # fmt: skip

@@ -14,6 +14,7 @@ from itertools import combinations
 import polars as pl
 
 FACTORS = ("harness", "evaluator", "regime")
+CELL_FACTORS = ("model", "harness", "regime", "evaluator")
 
 
 def spearman(a: list[float], b: list[float]) -> float | None:
@@ -26,26 +27,32 @@ def spearman(a: list[float], b: list[float]) -> float | None:
 
 
 def rank_stability(summaries: pl.DataFrame, metric: str = "strict") -> pl.DataFrame:
-    """``summaries``: rows of ``summary_frame`` for several cells. One row per comparison."""
+    """``summaries``: rows of ``summary_frame`` for several cells. One row per comparison.
+
+    Orderings are compared only between cells that agree on every other factor: in a model × harness ×
+    evaluator grid, harnesses are compared once per evaluator (the ``context`` column names it), never with
+    scores of different evaluators mixed in."""
     rows = []
     for factor in FACTORS:
-        levels = sorted(set(summaries[factor]))
-        models = sorted(set(summaries["model"]))
-        if len(levels) < 2 or len(models) < 2:
-            continue
-        for track in sorted(set(summaries["track"])):
-            table = summaries.filter(pl.col("track") == track)
+        others = [f for f in CELL_FACTORS if f not in (factor, "model") and f in summaries.columns]
+        for (track, *fixed), table in summaries.group_by(["track", *others], maintain_order=True):
+            levels, models = sorted(set(table[factor])), sorted(set(table["model"]))
+            if len(levels) < 2 or len(models) < 2:
+                continue
+            context = ",".join(f"{k}={v}" for k, v in zip(others, fixed, strict=True))
             score = {(r["model"], r[factor]): r[metric] for r in table.iter_rows(named=True) if r[metric] is not None}
             for x, y in combinations(levels, 2):  # model rankings under two levels
                 common = [m for m in models if (m, x) in score and (m, y) in score]
                 rows.append({"factor": factor, "compare": "models", "a": x, "b": y, "track": track,
-                             "n": len(common), "rho": spearman([score[m, x] for m in common],
-                                                                [score[m, y] for m in common])})  # fmt: skip
+                             "context": context, "n": len(common),
+                             "rho": spearman([score[m, x] for m in common],
+                                             [score[m, y] for m in common])})  # fmt: skip
             for m1, m2 in combinations(models, 2):  # level orderings of two models
                 common = [lv for lv in levels if (m1, lv) in score and (m2, lv) in score]
                 rows.append({"factor": factor, "compare": "levels", "a": m1, "b": m2, "track": track,
-                             "n": len(common), "rho": spearman([score[m1, lv] for lv in common],
-                                                                [score[m2, lv] for lv in common])})  # fmt: skip
+                             "context": context, "n": len(common),
+                             "rho": spearman([score[m1, lv] for lv in common],
+                                             [score[m2, lv] for lv in common])})  # fmt: skip
     schema = {"factor": pl.String, "compare": pl.String, "a": pl.String, "b": pl.String, "track": pl.String,
-              "n": pl.Int64, "rho": pl.Float64}  # fmt: skip
-    return pl.DataFrame(rows, schema=schema)
+              "context": pl.String, "n": pl.Int64, "rho": pl.Float64}  # fmt: skip
+    return pl.DataFrame(rows, schema=schema).sort(["factor", "compare", "track", "context", "a", "b"])
