@@ -27,6 +27,23 @@ def construct(cfg: dict[str, Any], **kwargs: Any) -> Any:
     return get_method(cfg["_target_"])(**params, **kwargs)
 
 
+def behaviour(cfg: Any) -> Any:
+    """A component config without the keys that do not change what it does (prices, retries, timeouts,
+    concurrency, display names): each component class lists them in ``not_in_key``. Nested component configs
+    (an evaluator's judge) are reduced the same way. Content keys are built from this."""
+    if isinstance(cfg, list):
+        return [behaviour(v) for v in cfg]
+    if not isinstance(cfg, dict):
+        return cfg
+    skip: tuple[str, ...] = ()
+    if isinstance(cfg.get("_target_"), str):
+        try:
+            skip = tuple(getattr(get_method(cfg["_target_"]), "not_in_key", ()))
+        except Exception:  # an unknown target is refused by preflight; the key needs no opinion on it
+            skip = ()
+    return {k: behaviour(v) for k, v in cfg.items() if k not in skip}
+
+
 def build_model(cfg: dict[str, Any], task: Task) -> Model:
     # Only a model that declares it (the oracle) is handed the reference solution. It is passed after
     # instantiation so OmegaConf never tries to resolve ``${...}`` inside the patch text.

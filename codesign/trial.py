@@ -17,7 +17,7 @@ from codesign._types import (
     TrialRecord,
     TrialStatus,
 )
-from codesign.build import build_evaluator
+from codesign.build import behaviour, build_evaluator
 from codesign.errors import TaskError
 from codesign.evaluate.attribution import classify, task_gate
 from codesign.evaluate.run import evaluate_patch
@@ -52,11 +52,14 @@ class TrialSpec:
         return {"model": self.model, "harness": self.harness, "regime": self.regime, "sandbox": self.sandbox}
 
     def trial_key(self, task: Task) -> str:
-        return content_key(task.content_hash, self.solve_configs(), self.seed)
+        """The solve's key: what the solver sees and what changes its behaviour (README, *Keys*)."""
+        return content_key(task.solver_hash, behaviour(self.solve_configs()), self.seed)
 
-    def eval_key(self, trial_key: str, patch: str) -> str:
-        # The patch is part of the key: a re-run solve (after an infrastructure error) is re-graded.
-        return content_key(trial_key, hashlib.sha256(patch.encode()).hexdigest(), self.evaluator, EVALUATION_VERSION)
+    def eval_key(self, task: Task, patch: str) -> str:
+        """The evaluation's key: the graded patch (on this app), the criteria and probes, the grading config."""
+        patch_hash = hashlib.sha256(patch.encode()).hexdigest()
+        return content_key(task.solver_hash, patch_hash, task.criteria_hash, behaviour(self.evaluator),
+                           EVALUATION_VERSION)  # fmt: skip
 
 
 def _labels(task: Task) -> dict[str, Any]:
@@ -121,7 +124,7 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
     if not spec.evaluate:
         record.status = TrialStatus.SOLVED.value
         return record
-    record.eval_key = eval_key = spec.eval_key(trial_key, patch)
+    record.eval_key = eval_key = spec.eval_key(task, patch)
     eval_dir = store.eval_dir(trial_key, eval_key)
     stored = read_json(eval_dir / "evaluation.json") if spec.reuse else None
     if stored is not None:

@@ -34,6 +34,9 @@ class ProbeEvaluator:
     """Deterministic grading: each criterion's probe decides. A criterion without a probe cannot be
     graded here and counts as FAIL (``not_gradable``): a skipped check never counts as a pass."""
 
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("name", "concurrency", "timeout_s")
+
     name: str = "probe"
     concurrency: Count = 4  # probes graded at once (each interactive probe has its own browser context)
     timeout_s: Seconds = 1800.0  # a whole evaluation (evidence and grading); far above what a working app needs
@@ -68,6 +71,9 @@ class LLMEvaluator:
     actions), a separately configured verifier challenges every PASS and PARTIAL, and the evidence audit
     aborts the trial when a positive verdict lacks the evidence its claim needs. ``use_probes`` (hybrid)
     grades criteria that carry a deterministic probe with the probe instead."""
+
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("name", "concurrency", "timeout_s")
 
     judge: dict[str, Any]  # a model config (the same shape as the model group's)
     verifier: dict[str, Any] | None = None  # null: no refutation step

@@ -47,6 +47,8 @@ def _tar_dir(root: Path, arcname: str, uid: int, gid: int) -> bytes:
 
 @dataclass
 class DockerSandbox:
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("docker_host",)
     workspace: Path  # host path: copied in at start, copied back at close
     home: Path
     image: str = "codesign/node:20"

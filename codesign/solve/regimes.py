@@ -40,6 +40,8 @@ _SKIP = (
 
 @dataclass
 class Agentic:
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("name",)
     uses_harness = True
     """The harness runs its own loop until it submits or a cap (turns, wall time, cost) is hit."""
 
@@ -68,6 +70,9 @@ class Agentic:
 class SingleShot:
     """One model call with the request, the attachments and the app's source; the reply's edit blocks
     (format: ``codesign/solve/edits.py``) are applied atomically. No harness takes part."""
+
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("name",)
 
     uses_harness = False
     name: str = "single_shot"

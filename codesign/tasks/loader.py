@@ -35,7 +35,26 @@ class Task:
     manifest: TaskManifest
     criteria: list[Criterion]
     dir: Path
-    content_hash: str
+    content_hash: str  # the whole folder: what the task gate depends on
+
+    @property
+    def solver_hash(self) -> str:
+        """What a solver can see or what changes its work: the app, the manifest but its labels, the
+        attachments' bytes. Not the criteria, the probes or the reference patch (editing those never
+        invalidates a paid solve)."""
+        import json
+
+        manifest = self.manifest.model_dump(exclude={"labels"})
+        attachments = [hashlib.sha256((self.dir / a.path).read_bytes()).hexdigest() for a in self.manifest.attachments]
+        return hashlib.sha256(json.dumps([tree_hash(self.app_dir), manifest, attachments], sort_keys=True,
+                                         default=str).encode()).hexdigest()  # fmt: skip
+
+    @property
+    def criteria_hash(self) -> str:
+        """The criteria and their probes as parsed (YAML comments and layout do not count)."""
+        import json
+
+        return hashlib.sha256(json.dumps([c.model_dump() for c in self.criteria], sort_keys=True).encode()).hexdigest()
 
     @property
     def id(self) -> str:

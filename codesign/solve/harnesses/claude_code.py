@@ -65,6 +65,8 @@ def ensure_cli(version: str) -> Path:
 
 @dataclass
 class ClaudeCodeHarness:
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("name", "max_api_retries")
     # The CLI and its model proxy run on this machine; a container would see neither.
     supported_sandboxes = ("LocalSandbox",)
     name: str = "claude_code"

@@ -120,6 +120,8 @@ def _bash_tool() -> dict[str, Any]:
 
 @dataclass
 class MiniSweAgentHarness:
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("name",)
     name: str = "mini_swe_agent"
     config_file: str = "mini.yaml"  # mini-swe-agent's own packaged agent config (prompts, templates)
     command_timeout_s: Seconds = 120.0

@@ -125,6 +125,8 @@ class _Tools:
 
 @dataclass
 class NativeHarness:
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("name",)
     name: str = "native"
     system_template: str = field(default_factory=lambda: prompts.load("native_system.md"))
     task_template: str = field(default_factory=lambda: prompts.load("task.md"))

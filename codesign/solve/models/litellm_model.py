@@ -49,6 +49,19 @@ def backoff_delay(first_s: float, cap_s: float, attempt: int) -> float:
 
 @dataclass
 class LitellmModel:
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = (
+        "name",
+        "input_cost_per_mtok",
+        "output_cost_per_mtok",
+        "cached_input_cost_per_mtok",
+        "max_retries",
+        "backoff_s",
+        "max_backoff_s",
+        "timeout_s",
+        "api_key_env",
+        "stream",
+    )
     name: str  # short name for tables, W&B and store keys
     model: str  # litellm model string, e.g. "openai/gpt-6-astra", "anthropic/claude-opus-4-8"
     api_key_env: str | None = None  # environment variable holding the key (None: the provider's default)

@@ -40,6 +40,9 @@ def _final(text: str) -> ModelReply:
 class OracleModel:
     """Applies the reference solution. Built with the task's patch: the only model that may see it."""
 
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("name",)
+
     reference_patch: str
     name: str = "oracle"
     uses_reference: bool = True
@@ -67,6 +70,9 @@ class OracleModel:
 @dataclass
 class NoopModel:
     """Changes nothing: the floor every real solver should beat."""
+
+    # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
+    not_in_key = ("name",)
 
     name: str = "noop"
 
