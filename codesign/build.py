@@ -44,7 +44,11 @@ def behaviour(cfg: Any) -> Any:
     return {k: behaviour(v) for k, v in cfg.items() if k not in skip}
 
 
-def build_model(cfg: dict[str, Any], task: Task) -> Model:
+def build_model(cfg: dict[str, Any], task: Task, seed: int = 0) -> Model:
+    # A model with a sampling seed gets the trial's: repeats (seeds=[0,1,2]) are different samples.
+    cls = get_method(cfg["_target_"])
+    if dataclasses.is_dataclass(cls) and "seed" in {f.name for f in dataclasses.fields(cls)}:
+        cfg = {**cfg, "seed": (cfg.get("seed") or 0) + seed}
     # Only a model that declares it (the oracle) is handed the reference solution. It is passed after
     # instantiation so OmegaConf never tries to resolve ``${...}`` inside the patch text.
     if cfg.get("uses_reference"):

@@ -105,7 +105,14 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
     else:
         preview = Preview(browser, asyncio.get_running_loop(), task.manifest.environment, node_cache, spec.scratch_root)
         result = await asyncio.to_thread(
-            solve_task, task, spec.solve_configs(), trial_dir, node_cache, spec.scratch_root, preview=preview
+            solve_task,
+            task,
+            spec.solve_configs(),
+            trial_dir,
+            node_cache,
+            spec.scratch_root,
+            preview=preview,
+            seed=spec.seed,
         )
         patch, record.telemetry = result.patch, result.telemetry
         write_atomic(trial_dir / "patch.diff", patch)

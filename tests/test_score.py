@@ -164,3 +164,25 @@ def test_rankings_compare_only_cells_that_agree_on_every_other_factor():
             ("levels", "regime=agentic,evaluator=e1"): 1.0, ("models", "regime=agentic,evaluator=e1"): 1.0,
             ("levels", "regime=agentic,evaluator=e2"): -1.0, ("models", "regime=agentic,evaluator=e2"): -1.0,
         })  # fmt: skip
+
+
+def test_repeats_give_spread_an_interval_and_pass_at_k():
+    """Two tasks × three seeds, worked out by hand. Strict per seed (mean over tasks): seed 0 (1 + 0.5)/2 =
+    0.75, seed 1 (1 + 0)/2 = 0.5, seed 2 (0.5 + 0)/2 = 0.25 → sd 0.25. Full pass: task a in seeds 0 and 1
+    (pass@3 yes, pass^3 no), task b never → pass@k 0.5, pass^k 0."""
+    runs = {("a", "0"): "PP", ("a", "1"): "PP", ("a", "2"): "PF", ("b", "0"): "PF", ("b", "1"): "FF", ("b", "2"): "FF"}
+    records = []
+    for (task, seed), verdicts in runs.items():
+        r = record(task, "ME", verdicts)
+        r.cell = {**CELL, "seed": seed}
+        records.append(r)
+    row = summary_row(summary_frame(task_frame(records)), "ALL")
+    assert row["repeats"] == 3 and row["tasks"] == 2 and row["strict"] == pytest.approx(0.5)
+    assert row["strict_sd"] == pytest.approx(0.25)
+    assert row["pass_at_k"] == pytest.approx(0.5) and row["pass_pow_k"] == 0.0
+    # Task means are 5/6 and 1/6: the bootstrap interval lies between them and is the same every time.
+    assert 1 / 6 - 1e-9 <= row["strict_lo"] <= row["strict"] <= row["strict_hi"] <= 5 / 6 + 1e-9
+    again = summary_row(summary_frame(task_frame(records)), "ALL")
+    assert (again["strict_lo"], again["strict_hi"]) == (row["strict_lo"], row["strict_hi"])
+    shown = format_summary(summary_frame(task_frame(records)))
+    assert "strict_95ci" in shown and "pass_at_k" in shown and "0.25" in shown

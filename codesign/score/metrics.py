@@ -145,7 +145,7 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
     out = (
         both.group_by([*CELL, "track"])
         .agg(
-            tasks=scored.sum(),
+            tasks=pl.col("task_id").filter(scored).n_unique(),  # tasks, not trials: repeats count once
             strict=pl.col("strict").filter(scored).mean(),
             graded=pl.col("graded").filter(scored).mean(),
             full_pass=pl.col("full_pass").filter(scored).cast(pl.Float64).mean(),
@@ -160,7 +160,44 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
         .sort([*CELL, "track_order"])
         .drop("track_order")
     )
-    return out
+    spread = pl.DataFrame(
+        [{**dict(zip([*CELL, "track"], key, strict=True)), **_spread(group)}
+         for key, group in both.filter(scored).group_by([*CELL, "track"])],
+        schema={**dict.fromkeys([*CELL, "track"], pl.String), **SPREAD},
+    )  # fmt: skip
+    return out.join(spread, on=[*CELL, "track"], how="left")
+
+
+BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED = 1000, 0
+SPREAD = {"repeats": pl.Int64, "strict_sd": pl.Float64, "strict_lo": pl.Float64, "strict_hi": pl.Float64,
+          "pass_at_k": pl.Float64, "pass_pow_k": pl.Float64}  # fmt: skip
+
+
+def _spread(trials: pl.DataFrame) -> dict[str, Any]:
+    """Spread of one cell and track over its repeats (seeds) and tasks:
+    - ``strict_sd``: standard deviation over repeats of the repeat's task-normalized strict score;
+    - ``strict_lo``/``strict_hi``: a 95 % bootstrap interval over tasks (tasks resampled with replacement,
+      each task's strict score averaged over its repeats; 1000 resamples, a fixed seed: reproducible);
+    - ``pass_at_k`` / ``pass_pow_k``: share of tasks fully passed in at least one / in every one of k repeats.
+    """
+    import random
+    import statistics
+
+    by_task: dict[str, list[tuple[float, bool]]] = {}
+    for r in trials.iter_rows(named=True):
+        by_task.setdefault(r["task_id"], []).append((r["strict"], bool(r["full_pass"])))
+    by_seed = trials.group_by("seed").agg(pl.col("strict").mean())["strict"].to_list()
+    task_means = [statistics.fmean(s for s, _ in runs) for runs in by_task.values()]
+    rng = random.Random(BOOTSTRAP_SEED)
+    means = sorted(statistics.fmean(rng.choices(task_means, k=len(task_means))) for _ in range(BOOTSTRAP_RESAMPLES))
+    return {
+        "repeats": max(len(runs) for runs in by_task.values()),
+        "strict_sd": statistics.stdev(by_seed) if len(by_seed) > 1 else None,
+        "strict_lo": means[int(0.025 * BOOTSTRAP_RESAMPLES)],
+        "strict_hi": means[int(0.975 * BOOTSTRAP_RESAMPLES) - 1],
+        "pass_at_k": statistics.fmean(any(f for _, f in runs) for runs in by_task.values()),
+        "pass_pow_k": statistics.fmean(all(f for _, f in runs) for runs in by_task.values()),
+    }
 
 
 # Low scores the solver is not to blame for: left out of the environment-adjusted scores.
@@ -203,14 +240,22 @@ def breakdown_frame(tasks: pl.DataFrame) -> pl.DataFrame:
 
 
 def format_summary(summary: pl.DataFrame) -> str:
+    """The console table: scores with their 95 % interval; spread over repeats when there are repeats."""
     shown = summary.with_columns(pl.col(c).round(3) for c in ("strict", "graded", "full_pass", "zero_pass"))
+    if "strict_lo" in shown.columns:
+        interval = pl.format("{}–{}", pl.col("strict_lo").round(2), pl.col("strict_hi").round(2))
+        shown = shown.with_columns(strict_95ci=interval).drop("strict_lo", "strict_hi")
+        if (shown["repeats"].max() or 1) > 1:
+            shown = shown.with_columns(pl.col("strict_sd", "pass_at_k", "pass_pow_k").round(3))
+        else:
+            shown = shown.drop("repeats", "strict_sd", "pass_at_k", "pass_pow_k")
     with pl.Config(
         tbl_formatting="ASCII_MARKDOWN",
         tbl_hide_dataframe_shape=True,
         tbl_hide_column_data_types=True,
         tbl_rows=-1,
         tbl_cols=-1,
-        tbl_width_chars=200,
+        tbl_width_chars=1000,
         fmt_str_lengths=40,
     ):
         return str(shown)

@@ -52,6 +52,7 @@ def solve_task(
     scratch_root: str | None = None,
     keep_workspace: bool = False,
     preview: Preview | None = None,
+    seed: int = 0,
 ) -> SolveResult:
     """Run one solve; whatever happens, return the final workspace as a patch plus telemetry."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -68,7 +69,7 @@ def solve_task(
         sandbox = build_sandbox(configs["sandbox"], workspace, scratch / "home", hide)
         status, message = ExitStatus.SUBMITTED, ""
         try:
-            model = build_model(configs["model"], task)
+            model = build_model(configs["model"], task, seed)
             harness = build_harness(configs["harness"]) if configs["harness"] else None  # single-shot: none
             regime.solve(model, harness, sandbox, task.view(), recorder, preview)
         except Ended as e:

@@ -42,6 +42,14 @@ def _retryable() -> tuple[type[Exception], ...]:
             litellm.APIConnectionError, litellm.Timeout, litellm.BadGatewayError)  # fmt: skip
 
 
+def _supports_seed(model: str) -> bool:
+    """Whether litellm sends a ``seed`` for this provider (others would refuse the call)."""
+    try:
+        return "seed" in (_litellm().get_supported_openai_params(model=model) or [])
+    except Exception:  # an unknown provider: do not risk a refused call
+        return False
+
+
 def backoff_delay(first_s: float, cap_s: float, attempt: int) -> float:
     """Exponential backoff with jitter that stays under the cap: half to all of ``min(cap, first · 2^n)``."""
     return min(cap_s, first_s * 2**attempt) * random.uniform(0.5, 1.0)
@@ -99,7 +107,7 @@ class LitellmModel:
             kwargs["api_base"] = self.api_base
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
-        if self.seed is not None:
+        if self.seed is not None and _supports_seed(self.model):
             kwargs["seed"] = self.seed
         return kwargs
 
