@@ -151,6 +151,7 @@ def _validate_run_settings(cfg: Any) -> None:
     schema: dict[str, Any] = {
         "seeds": typing.Annotated[list[int], pydantic.Field(min_length=1)],
         "budget.max_cost_usd": Dollars | None,
+        "budget.allow_unknown_cost": bool,
         "attribution.below": typing.Annotated[float, pydantic.Field(ge=0, le=1)] | None,
         "stages.evaluate": bool,
         "store.reuse": bool,
@@ -163,6 +164,26 @@ def _validate_run_settings(cfg: Any) -> None:
         except pydantic.ValidationError as e:
             problem = "; ".join(err["msg"] for err in e.errors())
             raise ConfigError(f"{key}={value!r} is not allowed: {problem}", f"expected {_describe(hint)}") from None
+
+
+def _check_prices(cfg: Any) -> None:
+    """A cost cap or budget over a model whose price is unknown could never fire: refused, unless allowed."""
+    budget, cap = cfg.budget.get("max_cost_usd"), cfg.regime.get("max_cost_usd")
+    if (budget is None and cap is None) or cfg.budget.get("allow_unknown_cost"):
+        return
+    priced = [("model", cfg.model)]
+    if budget is not None:  # the budget is charged with grading too
+        roles = [r for r in ("judge", "verifier") if cfg.evaluator.get(r)]
+        priced += [(f"evaluator.{role}", cfg.evaluator[role]) for role in roles]
+    for where, node in priced:
+        model = construct(OmegaConf.to_container(node, resolve=True)) if not node.get("uses_reference") else None
+        if model is not None and hasattr(model, "price_known") and not model.price_known():
+            what = "budget.max_cost_usd" if budget is not None else "regime.max_cost_usd"
+            raise ConfigError(
+                f"{where} {node.get('name')!r} has no known price, so {what} could never be reached",
+                f"set {where}.input_cost_per_mtok and {where}.output_cost_per_mtok (USD per million tokens), "
+                "or accept it: budget.allow_unknown_cost=true",
+            )
 
 
 def preflight(cfg: Any) -> None:
@@ -182,6 +203,7 @@ def preflight(cfg: Any) -> None:
     scratch = Path(tempfile.gettempdir())  # nothing is created where the user launched codesign
     LocalSandbox(scratch, scratch, confine=True).check()
     _validate_run_settings(cfg)
+    _check_prices(cfg)
     for group in ("model", "harness", "regime", "sandbox", "evaluator", "tracker", "executor"):
         if cfg.get(group) is not None:
             validate_component(OmegaConf.to_container(cfg[group], resolve=True), group)

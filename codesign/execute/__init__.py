@@ -16,8 +16,13 @@ class Budget:
     spent_usd: float = 0.0
 
     def charge(self, record: TrialRecord) -> None:
-        if record.telemetry is not None and not record.cached.get("solve"):  # reused solves cost nothing now
+        """What this trial spent now: its solve (unless reused) and its judge and verifier calls (unless the
+        evaluation was reused)."""
+        if record.telemetry is not None and not record.cached.get("solve"):
             self.spent_usd += record.telemetry.cost_usd
+        if record.evaluation is not None and not record.cached.get("evaluate"):
+            grading = record.evaluation.telemetry
+            self.spent_usd += sum(float(grading.get(f"{role}_cost_usd") or 0.0) for role in ("judge", "verifier"))
 
     @property
     def exhausted(self) -> bool:

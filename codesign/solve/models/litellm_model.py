@@ -142,6 +142,16 @@ class LitellmModel:
         cost, source = self.cost(response, usage)
         return ModelReply(message, usage, cost, source)
 
+    def price_known(self) -> bool:
+        """Whether this model's calls can be priced: configured prices, or litellm's price table knows it."""
+        if self.input_cost_per_mtok is not None and self.output_cost_per_mtok is not None:
+            return True
+        try:
+            info = _litellm().get_model_info(self.model)
+        except Exception:
+            return False
+        return bool(info.get("input_cost_per_token") or info.get("output_cost_per_token"))
+
     def cost(self, response: Any, usage: Usage) -> tuple[float | None, str]:
         """The call's cost and where the figure came from: config prices, the provider, litellm's table."""
         if self.input_cost_per_mtok is not None and self.output_cost_per_mtok is not None:
