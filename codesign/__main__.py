@@ -1,9 +1,13 @@
-"""``python -m codesign [overrides] [-m]``: compose the config with Hydra and run the pipeline."""
+"""``python -m codesign [overrides] [-m]``: compose the config with Hydra and run the pipeline.
+
+With ``-m`` (or an experiment that sets ``hydra.mode: MULTIRUN``) Hydra expands the grid and codesign's
+pooled launcher (``hydra_plugins/codesign_launcher``) runs every cell's trials in one executor pool."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 # Before anything imports them: no remote cost-map fetch (litellm), no usage stats (Ray).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -19,12 +23,13 @@ register_resolvers()
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def main(cfg: DictConfig) -> None:
-    from codesign.runner import run
+def main(cfg: DictConfig) -> Any:
+    from codesign.runner import job
 
     hc = HydraConfig.get()
-    group = Path(hc.sweep.dir).name if hc.mode.name == "MULTIRUN" else None
-    run(cfg, Path(hc.runtime.output_dir), run_name=hc.job.override_dirname or "default", group=group)
+    sweep = Path(hc.sweep.dir) if hc.mode.name == "MULTIRUN" else None
+    name = Path(hc.runtime.output_dir).name if sweep else hc.job.override_dirname or "default"
+    return job(cfg, Path(hc.runtime.output_dir), name, sweep.name if sweep else None, sweep and str(sweep.resolve()))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,19 @@ def register_resolvers() -> None:
 
     if not OmegaConf.has_resolver("codesign.suite"):
         OmegaConf.register_new_resolver("codesign.suite", lambda: str(bundled_suite()))
+    if not OmegaConf.has_resolver("codesign.folder"):
+        OmegaConf.register_new_resolver("codesign.folder", folder_name)
+
+
+def folder_name(text: str, limit: int = 120) -> str:
+    """``text`` as one folder name: a cell's overrides may hold paths and URLs (``tasks.root=/data/x``),
+    whose slashes would nest folders; a name past the file system's limit is cut and made unique by a hash."""
+    import hashlib
+
+    safe = "".join("_" if c in '/\\:"<>|?*' or ord(c) < 32 else c for c in text)
+    if len(safe.encode()) <= limit:
+        return safe
+    return safe.encode()[: limit - 9].decode(errors="ignore") + "~" + hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def compose_cli(argv: list[str], default_overrides: list[str] | None = None, return_hydra: bool = False):

@@ -3,8 +3,13 @@ each stage lives in its own package and is chosen by config."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import json
 import sys
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +37,27 @@ from codesign.track.report import write_report
 from codesign.trial import TrialSpec
 
 
-def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]]) -> list[TrialSpec]:
+@dataclass
+class Command:
+    """What every cell of one command shares: an id (with ``store.reuse=false`` the cells still share the
+    stages this command produced) and one cost budget, charged by all of them."""
+
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    budget: Budget | None = None
+
+    def budget_for(self, cfg: DictConfig) -> Budget:
+        limit = cfg.budget.max_cost_usd
+        if self.budget is None:
+            self.budget = Budget(limit)
+        elif self.budget.max_cost_usd != limit:
+            raise ConfigError(
+                f"budget.max_cost_usd differs between cells ({self.budget.max_cost_usd} and {limit})",
+                "a budget is one for the whole command: set it once, outside the swept overrides",
+            )
+        return self.budget
+
+
+def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str = "") -> list[TrialSpec]:
     plain = lambda key: OmegaConf.to_container(cfg[key], resolve=True)  # noqa: E731
     uses_harness = getattr(get_class(cfg.regime._target_), "uses_harness", True)
     cell = {
@@ -57,6 +82,7 @@ def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]]) -> list[Tria
             reuse=bool(cfg.store.reuse),
             evaluate=bool(cfg.stages.evaluate),
             attribution_below=cfg.attribution.below,
+            run_id=run_id,
             cell={**cell, "seed": str(seed)},
         )
         for task_id, path in task_dirs
@@ -93,12 +119,16 @@ class Cell:
     group: str | None
     specs: list[TrialSpec]
     task_errors: list[TrialRecord]
+    command: Command = field(default_factory=Command)
     tracker: Any = None
     records: list[TrialRecord] = field(default_factory=list)
 
 
-def prepare(cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None = None) -> Cell:
+def prepare(cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None = None,
+            command: Command | None = None) -> Cell:  # fmt: skip
     """Select the tasks, check what must hold before any trial starts, and build the cell's trial specs."""
+    command = command or Command()
+    command.budget_for(cfg)  # cells that disagree on the command's budget cannot start
     selection = select_tasks(cfg.tasks)
     if not selection.tasks and not selection.errors:
         raise ConfigError(
@@ -113,19 +143,25 @@ def prepare(cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None
         for a in t.manifest.attachments:
             needs.setdefault(a.modality, set()).add(t.id)
     check_media_support(needs)
-    specs = trial_specs(cfg, [(t.id, t.dir) for t in selection.tasks])
+    specs = trial_specs(cfg, [(t.id, t.dir) for t in selection.tasks], command.run_id)
     for spec in specs:
         spec.cell["run"] = name  # routes each streamed record back to its cell
     cell_keys = {**(specs[0].cell if specs else {}), "run": name}
     errors = [TrialRecord.unrun(e.task_id, cell_keys, TrialStatus.TASK_ERROR, str(e)) for e in selection.errors]
     for e in selection.errors:
         print(f"task error: {e}", file=sys.stderr)
-    return Cell(cfg, out_dir, name, group, specs, errors)
+    return Cell(cfg, out_dir, name, group, specs, errors, command)
 
 
 def run_cells(cells: list[Cell]) -> list[dict[str, Any]]:
-    """Run the trials of every cell in one executor pool (the first cell's executor and budget), streaming
+    """Run the trials of every cell in one executor pool, charged to the command's one budget, streaming
     each record to its cell's tracker; then score and write each cell's tables."""
+    executors = {json.dumps(OmegaConf.to_container(c.cfg.executor, resolve=True), sort_keys=True) for c in cells}
+    if len(executors) > 1:
+        raise ConfigError(
+            "executor settings differ between the cells of one pool",
+            "set executor.* outside the swept overrides, or run the cells one after another with hydra/launcher=basic",
+        )
     by_name = {c.name: c for c in cells}
     for c in cells:
         c.tracker = build(c.cfg.tracker)
@@ -140,7 +176,7 @@ def run_cells(cells: list[Cell]) -> list[dict[str, Any]]:
             cell.records.append(record)
             cell.tracker.log_trial(record)
 
-        budget = Budget(cells[0].cfg.budget.max_cost_usd)
+        budget = cells[0].command.budget_for(cells[0].cfg)
         records = build(cells[0].cfg.executor).run(specs, on_result, budget) if specs else []
         skipped = sum(r.status == TrialStatus.SKIPPED for r in records)
         if skipped:
@@ -173,6 +209,31 @@ def _conclude(cell: Cell) -> dict[str, Any]:
     return tables
 
 
-def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None = None) -> dict[str, Any]:
+# While the pooled launcher (hydra_plugins/codesign_launcher) prepares a grid, each Hydra job hands its
+# prepared cell back instead of running it; the launcher then runs every cell's trials in one pool.
+_POOLING: contextvars.ContextVar[Command | None] = contextvars.ContextVar("codesign_pooling", default=None)
+# Under a launcher that runs cells one after another, the cells of one sweep still share one Command.
+_COMMANDS: dict[str, Command] = {}
+
+
+@contextlib.contextmanager
+def pooling(command: Command) -> Iterator[None]:
+    token = _POOLING.set(command)
+    try:
+        yield
+    finally:
+        _POOLING.reset(token)
+
+
+def job(cfg: DictConfig, out_dir: Path, name: str, group: str | None, sweep: str | None) -> Any:
+    """One Hydra job: prepare its cell, then run it — or, inside :func:`pooling`, return it to the launcher."""
+    pooled = _POOLING.get()
+    command = pooled or (_COMMANDS.setdefault(sweep, Command()) if sweep else Command())
+    cell = prepare(cfg, out_dir, name, group, command)
+    return cell if pooled is not None else run_cells([cell])[0]
+
+
+def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None = None,
+        command: Command | None = None) -> dict[str, Any]:  # fmt: skip
     """Run one cell over the selected tasks; write parquet tables to ``out_dir``; return the tables."""
-    return run_cells([prepare(cfg, out_dir, run_name, group)])[0]
+    return run_cells([prepare(cfg, out_dir, run_name, group, command)])[0]

@@ -9,10 +9,14 @@ same command finishes with nothing lost or duplicated; an evaluator sweep re-gra
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +62,30 @@ class Store:
 
     def eval_dir(self, trial_key: str, eval_key: str) -> Path:
         return self.trial_dir(trial_key) / "evals" / eval_key
+
+
+# Waiters in this process queue on an asyncio lock (no thread held while waiting: a pool's threads stay free
+# for the holder's own work); across processes and nodes the holder owns an flock, polled without blocking.
+_LOCAL_LOCKS: dict[str, asyncio.Lock] = {}
+LOCK_POLL_S = 0.25
+
+
+@contextlib.asynccontextmanager
+async def stage_lock(path: Path) -> AsyncIterator[None]:
+    """Hold an exclusive lock on ``path`` for one stage of one key. Works across coroutines, processes and —
+    on a store every node mounts — Ray actors on other machines. Waiting never times out: the holder's work
+    (a solve, an evaluation) has its own caps."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    local = _LOCAL_LOCKS.setdefault(str(path), asyncio.Lock())
+    async with local:
+        with open(path, "a") as handle:
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    await asyncio.sleep(LOCK_POLL_S)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)

@@ -24,7 +24,7 @@ from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
 from codesign.solve.preview import Preview
 from codesign.solve.run import solve_task
-from codesign.store import EVALUATION_VERSION, Store, content_key, read_json, write_atomic, write_json
+from codesign.store import EVALUATION_VERSION, Store, content_key, read_json, stage_lock, write_atomic, write_json
 from codesign.tasks.loader import Task, load_task
 
 
@@ -46,6 +46,7 @@ class TrialSpec:
     reuse: bool = True
     evaluate: bool = True  # false: solve and store only (grade later, e.g. with several evaluators)
     attribution_below: float | None = 0.5  # diagnose trials whose strict score is below this (None: never)
+    run_id: str = ""  # this command's id: with reuse off, stages it produced are still shared by its cells
     cell: dict[str, str] = field(default_factory=dict)
 
     def solve_configs(self) -> dict[str, Any]:
@@ -58,8 +59,9 @@ class TrialSpec:
     def eval_key(self, task: Task, patch: str) -> str:
         """The evaluation's key: the graded patch (on this app), the criteria and probes, the grading config."""
         patch_hash = hashlib.sha256(patch.encode()).hexdigest()
-        return content_key(task.solver_hash, patch_hash, task.criteria_hash, behaviour(self.evaluator),
-                           EVALUATION_VERSION)  # fmt: skip
+        return content_key(
+            task.solver_hash, patch_hash, task.criteria_hash, behaviour(self.evaluator), EVALUATION_VERSION
+        )
 
 
 def _labels(task: Task) -> dict[str, Any]:
@@ -73,6 +75,12 @@ def _labels(task: Task) -> dict[str, Any]:
         "difficulty": m.labels.difficulty,
         "title": m.title,
     }
+
+
+def _reusable(stored: dict[str, Any] | None, spec: TrialSpec) -> bool:
+    """A stored stage is used when reuse is on, or when this very command wrote it (``store.reuse=false``
+    re-runs everything once, and the cells of one run still share what it produced)."""
+    return stored is not None and (spec.reuse or stored.get("run_id") == spec.run_id)
 
 
 def _evaluation_from(d: dict[str, Any]) -> Evaluation:
@@ -98,31 +106,41 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
     trial_dir = store.trial_dir(trial_key)
     node_cache = Path(spec.node_cache).expanduser()
 
-    solved = read_json(trial_dir / "solve.json") if spec.reuse else None
-    if solved is not None and (trial_dir / "patch.diff").is_file():
-        patch, record.telemetry = (trial_dir / "patch.diff").read_text(), Telemetry(**solved["telemetry"])
-        record.cached["solve"] = True
-    else:
-        preview = Preview(browser, asyncio.get_running_loop(), task.manifest.environment, node_cache, spec.scratch_root)
-        result = await asyncio.to_thread(
-            solve_task,
-            task,
-            spec.solve_configs(),
-            trial_dir,
-            node_cache,
-            spec.scratch_root,
-            preview=preview,
-            seed=spec.seed,
-        )
-        patch, record.telemetry = result.patch, result.telemetry
-        write_atomic(trial_dir / "patch.diff", patch)
-        # solve.json is written last: its presence marks a finished solve. An infrastructure failure is
-        # graded for this run but not stored as finished, so a resumed run tries the solve again.
-        if result.telemetry.exit_status != ExitStatus.INFRA_ERROR:
-            write_json(
-                trial_dir / "solve.json",
-                {"spec": asdict(spec), "task_hash": task.content_hash, "telemetry": asdict(result.telemetry)},
+    # Single flight: trials of one solve key (the cells of an evaluator grid) solve once; the others wait
+    # here — on any actor or node sharing the store — and grade the same stored patch.
+    async with stage_lock(trial_dir / ".solve.lock"):
+        solved = read_json(trial_dir / "solve.json")
+        if _reusable(solved, spec) and (trial_dir / "patch.diff").is_file():
+            patch, record.telemetry = (trial_dir / "patch.diff").read_text(), Telemetry(**solved["telemetry"])
+            record.cached["solve"] = True
+        else:
+            preview = Preview(
+                browser, asyncio.get_running_loop(), task.manifest.environment, node_cache, spec.scratch_root
             )
+            result = await asyncio.to_thread(
+                solve_task,
+                task,
+                spec.solve_configs(),
+                trial_dir,
+                node_cache,
+                spec.scratch_root,
+                preview=preview,
+                seed=spec.seed,
+            )
+            patch, record.telemetry = result.patch, result.telemetry
+            write_atomic(trial_dir / "patch.diff", patch)
+            # solve.json is written last: its presence marks a finished solve. An infrastructure failure is
+            # not stored as finished, so a resumed run (or the next waiter) tries the solve again.
+            if result.telemetry.exit_status != ExitStatus.INFRA_ERROR:
+                write_json(
+                    trial_dir / "solve.json",
+                    {
+                        "spec": asdict(spec),
+                        "run_id": spec.run_id,
+                        "task_hash": task.content_hash,
+                        "telemetry": asdict(result.telemetry),
+                    },
+                )
 
     if record.telemetry.exit_status == ExitStatus.INFRA_ERROR:
         # The framework or its environment failed the solve: an error to report, never a zero to average.
@@ -133,21 +151,25 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
         return record
     record.eval_key = eval_key = spec.eval_key(task, patch)
     eval_dir = store.eval_dir(trial_key, eval_key)
-    stored = read_json(eval_dir / "evaluation.json") if spec.reuse else None
-    if stored is not None:
-        record.evaluation = _evaluation_from(stored)
-        record.cached["evaluate"] = True
-    else:
-        try:
-            evaluator = build_evaluator(spec.evaluator)
-            record.evaluation = await evaluate_patch(
-                task, patch, evaluator, browser, eval_dir, node_cache, spec.scratch_root, spec.sandbox
-            )
-        except Exception as e:  # the evaluation machinery failed: reported as an error, never as a zero
-            record.status, record.message = TrialStatus.INFRA_ERROR.value, f"evaluation failed: {e}"
-            return record
-        if not record.evaluation.transient:  # an app timeout is graded again next run, never reused
-            write_json(eval_dir / "evaluation.json", {"evaluator": spec.evaluator, **asdict(record.evaluation)})
+    async with stage_lock(eval_dir / ".evaluate.lock"):  # two cells with one grading config grade once
+        stored = read_json(eval_dir / "evaluation.json")
+        if _reusable(stored, spec):
+            record.evaluation = _evaluation_from(stored)
+            record.cached["evaluate"] = True
+        else:
+            try:
+                evaluator = build_evaluator(spec.evaluator)
+                record.evaluation = await evaluate_patch(
+                    task, patch, evaluator, browser, eval_dir, node_cache, spec.scratch_root, spec.sandbox
+                )
+            except Exception as e:  # the evaluation machinery failed: reported as an error, never as a zero
+                record.status, record.message = TrialStatus.INFRA_ERROR.value, f"evaluation failed: {e}"
+                return record
+            if not record.evaluation.transient:  # an app timeout is graded again next run, never reused
+                write_json(
+                    eval_dir / "evaluation.json",
+                    {"evaluator": spec.evaluator, "run_id": spec.run_id, **asdict(record.evaluation)},
+                )
     record.status = record.evaluation.status
     if record.status != TrialStatus.OK:
         record.message = record.evaluation.message

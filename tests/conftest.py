@@ -68,6 +68,8 @@ def ray_instance() -> Iterator[None]:
     """One local Ray for the whole session; the executor's ensure_ray() reuses it."""
     import ray
 
+    # Ray's workers inherit the environment as it is now: the key variable the scripted servers' configs name.
+    os.environ.setdefault("CODESIGN_JUDGE_KEY", "sk-judge")
     ray.init(address="local", include_dashboard=False, num_cpus=2, logging_level="WARNING")
     yield
     ray.shutdown()

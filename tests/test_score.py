@@ -166,6 +166,23 @@ def test_rankings_compare_only_cells_that_agree_on_every_other_factor():
         })  # fmt: skip
 
 
+def test_single_shot_is_compared_with_the_agentic_cells_of_each_harness():
+    """A single-shot cell has harness 'none'; regime rankings still compare it with each harness's agentic
+    cells (by hand: with h1 both models gain from agentic, ρ = 1; with h2 m2 loses: the orderings reverse)."""
+    from codesign.score.ranking import rank_stability
+
+    scores = {("m1", "none", "single_shot"): 0.2, ("m2", "none", "single_shot"): 0.4,
+              ("m1", "h1", "agentic"): 0.5, ("m2", "h1", "agentic"): 0.9,
+              ("m1", "h2", "agentic"): 0.6, ("m2", "h2", "agentic"): 0.1}  # fmt: skip
+    rows = [{"model": m, "harness": h, "regime": r, "evaluator": "e", "track": "ALL", "strict": s}
+            for (m, h, r), s in scores.items()]  # fmt: skip
+    table = rank_stability(pl.DataFrame(rows)).filter(pl.col("factor") == "regime")
+    got = {(r["compare"], r["context"]): r["rho"] for r in table.iter_rows(named=True)}
+    assert got == pytest.approx({("models", "harness=h1,evaluator=e"): 1.0, ("levels", "harness=h1,evaluator=e"): 1.0,
+                                 ("models", "harness=h2,evaluator=e"): -1.0,
+                                 ("levels", "harness=h2,evaluator=e"): -1.0})  # fmt: skip
+
+
 def test_repeats_give_spread_an_interval_and_pass_at_k():
     """Two tasks × three seeds, worked out by hand. Strict per seed (mean over tasks): seed 0 (1 + 0.5)/2 =
     0.75, seed 1 (1 + 0)/2 = 0.5, seed 2 (0.5 + 0)/2 = 0.25 → sd 0.25. Full pass: task a in seeds 0 and 1

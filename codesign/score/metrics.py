@@ -63,6 +63,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         row: dict[str, Any] = {
             **_cell(r),
             "trial_key": r.trial_key,
+            "eval_key": r.eval_key,  # with trial_key: the stored evaluation (store/trials/<trial>/evals/<eval>)
             "task_id": r.task_id,
             "track": r.track,
             "status": r.status,
@@ -108,7 +109,9 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             }
         rows.append(row)
     schema = {
-        **dict.fromkeys([*CELL, "seed", "trial_key", "task_id", "track", "status", "message", "modality"], pl.String),
+        **dict.fromkeys(
+            [*CELL, "seed", "trial_key", "eval_key", "task_id", "track", "status", "message", "modality"], pl.String
+        ),
         "n_edit_types": pl.Int64,
         "capability": pl.String,
         "exit_status": pl.String,

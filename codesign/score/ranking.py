@@ -35,7 +35,8 @@ def rank_stability(summaries: pl.DataFrame, metric: str = "strict") -> pl.DataFr
     rows = []
     for factor in FACTORS:
         others = [f for f in CELL_FACTORS if f not in (factor, "model") and f in summaries.columns]
-        for (track, *fixed), table in summaries.group_by(["track", *others], maintain_order=True):
+        frame = _single_shot_in_every_harness(summaries) if factor == "regime" else summaries
+        for (track, *fixed), table in frame.group_by(["track", *others], maintain_order=True):
             levels, models = sorted(set(table[factor])), sorted(set(table["model"]))
             if len(levels) < 2 or len(models) < 2:
                 continue
@@ -56,3 +57,16 @@ def rank_stability(summaries: pl.DataFrame, metric: str = "strict") -> pl.DataFr
     schema = {"factor": pl.String, "compare": pl.String, "a": pl.String, "b": pl.String, "track": pl.String,
               "context": pl.String, "n": pl.Int64, "rho": pl.Float64}  # fmt: skip
     return pl.DataFrame(rows, schema=schema).sort(["factor", "compare", "track", "context", "a", "b"])
+
+
+def _single_shot_in_every_harness(summaries: pl.DataFrame) -> pl.DataFrame:
+    """A single-shot cell has no harness (``none``): for the regime comparison it stands beside every
+    harness's agentic cells, so single-shot against agentic is compared once per harness."""
+    if "harness" not in summaries.columns:
+        return summaries
+    harnesses = sorted(set(summaries["harness"]) - {"none"})
+    alone = summaries.filter(pl.col("harness") == "none")
+    if alone.is_empty() or not harnesses:
+        return summaries
+    copies = [alone.with_columns(pl.lit(h).alias("harness")) for h in harnesses]
+    return pl.concat([summaries.filter(pl.col("harness") != "none"), *copies], how="vertical_relaxed")

@@ -1,0 +1,133 @@
+"""Grids through ``python -m codesign … -m``: every cell in one pool on Ray, each solve paid once."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from codesign.testing.model_server import Reply, ScriptedModelServer
+from tests.test_judge import KEY_ENV, careful_judge, make_task
+
+
+def hydra_cli(monkeypatch, *args: str) -> int:
+    """``python -m codesign ARGS`` in this process (the session's Ray instance and browser are reused)."""
+    from codesign.__main__ import main
+
+    monkeypatch.setattr(sys, "argv", ["codesign", *args])
+    try:
+        main()
+    except SystemExit as e:
+        return int(e.code or 0)
+    return 0
+
+
+def cell_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in (root / "outputs" / "multirun").glob("*/*/*") if (p / "tasks.parquet").exists())
+
+
+def tasks_of(cell: Path) -> pl.DataFrame:
+    return pl.read_parquet(cell / "tasks.parquet", glob=False)  # cell names hold [ ] (Hydra's override names)
+
+
+@pytest.mark.browser
+@pytest.mark.ray
+@pytest.mark.slow
+def test_minus_m_runs_a_grid_in_one_pool_on_ray(ray_instance, tmp_path, monkeypatch, suite_copy, capsys):
+    """model × regime through -m with the default launcher: the 2 × 2 offline cells run in one pool of Ray
+    actors, each concluded in Hydra's multirun layout with its own W&B run; the cells of a model whose key
+    is missing are reported and the others run."""
+    root = suite_copy("me-bakery-header-mockup")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    code = hydra_cli(monkeypatch, "-m", "model=oracle,noop,gpt-6-astra", "regime=agentic,single_shot", "tasks=all",
+                     f"tasks.root={root}", "executor=ray", "executor.num_workers=2",
+                     f"store.root={tmp_path / 'store'}")  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 1, out.err  # two cells could not start
+    assert "4 cells, 4 trials in one pool" in out.out and "[4/4 " in out.out and "[1/1 " not in out.out
+    assert "2 of 6 cells could not start" in out.err and "OPENAI_API_KEY" in out.err
+    cells = cell_dirs(tmp_path)
+    assert [c.name for c in cells] == ["0_model=oracle,regime=agentic", "1_model=oracle,regime=single_shot",
+                                       "2_model=noop,regime=agentic", "3_model=noop,regime=single_shot"]  # fmt: skip
+    for c in cells:
+        assert {"config.yaml", "hydra.yaml", "overrides.yaml"} <= {p.name for p in (c / ".hydra").iterdir()}
+        assert len(list((c / "wandb").glob("offline-run-*/run-*.wandb"))) == 1  # one W&B run per cell
+        assert tasks_of(c)["status"].to_list() == ["ok"]
+    strict = [tasks_of(c)["strict"][0] for c in cells]
+    assert strict[:2] == [1.0, 1.0] and max(strict[2:]) < 0.5
+    assert (cells[0].parent / "rank_stability.parquet").exists()
+
+
+JUDGES = ["openai/judge-a", "openai/judge-b", "openai/judge-c", "openai/judge-d"]
+
+
+@pytest.mark.browser
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_four_judge_grid_solves_once_and_every_judge_grades_the_same_patch(ray_instance, tmp_path, monkeypatch):
+    """Four judge cells on an empty store, two Ray actors: one solve per (model, task, seed), counted at the
+    scripted model server, and all four judges grade one byte-identical patch."""
+    suite = make_task(tmp_path / "suite")
+    twin = suite / "counter2"
+    twin.mkdir()
+    for part in ("app", "solution"):
+        (twin / part).mkdir()
+        for f in (suite / "counter" / part).iterdir():
+            (twin / part / f.name).write_bytes(f.read_bytes())
+    for f in ("task.yaml", "criteria.yaml"):
+        (twin / f).write_text((suite / "counter" / f).read_text().replace("id: counter\n", "id: counter2\n"))
+    edit = '<edit path="index.html"><search>Come again soon</search><replace>Thanks for visiting</replace></edit>'
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, "sk-judge")  # the value Ray's workers got at start (conftest)
+    # A slow solver: without single flight, the four cells' trials would all be solving at once.
+    with ScriptedModelServer(lambda req: Reply(edit, delay_s=1.0)) as solver, \
+            ScriptedModelServer(careful_judge) as judge:  # fmt: skip
+        code = hydra_cli(
+            monkeypatch, "-m", "evaluator=llm", "evaluator.judge.model=" + ",".join(JUDGES), "regime=single_shot",
+            "model=litellm", "model.name=scripted", "model.model=openai/scripted",
+            f"model.api_base={solver.openai_base}", f"model.api_key_env={KEY_ENV}",
+            f"evaluator.judge.api_base={judge.openai_base}", f"evaluator.judge.api_key_env={KEY_ENV}",
+            "evaluator.verifier.model=openai/verifier", f"evaluator.verifier.api_base={judge.openai_base}",
+            f"evaluator.verifier.api_key_env={KEY_ENV}",
+            "evaluator.frames=[]", "tasks=all", f"tasks.root={suite}", "executor=ray", "executor.num_workers=2",
+            "tracker=none", f"store.root={tmp_path / 'store'}",
+        )  # fmt: skip
+        solver_requests, judge_models = solver.requests, {r.model for r in judge.requests}
+    assert code == 0
+    assert len(solver_requests) == 2  # one solve per task, not one per cell
+    assert {f"openai/{m}" for m in judge_models} >= set(JUDGES)  # four judges really graded
+    cells = cell_dirs(tmp_path)
+    assert len(cells) == 4
+    rows = pl.concat([tasks_of(c) for c in cells])
+    assert rows["status"].unique().to_list() == ["ok"] and rows["strict"].min() == 1.0
+    for _, per_task in rows.group_by("task_id"):
+        assert per_task["trial_key"].n_unique() == 1 and per_task["eval_key"].n_unique() == 4
+        graded = {(tmp_path / "store" / "trials" / r["trial_key"] / "evals" / r["eval_key"] / "diff.patch").read_bytes()
+                  for r in per_task.iter_rows(named=True)}  # fmt: skip
+        assert len(graded) == 1 and b"Thanks for visiting" in graded.pop()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_other_launchers_still_work(tmp_path, monkeypatch, suite_copy, capsys):
+    root = suite_copy("me-bakery-header-mockup")
+    monkeypatch.chdir(tmp_path)
+    code = hydra_cli(monkeypatch, "-m", "hydra/launcher=basic", "model=oracle,noop", "tasks=all",
+                     f"tasks.root={root}", "executor=inline", "tracker=none",
+                     f"store.root={tmp_path / 'store'}")  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "in one pool" not in out
+    assert [tasks_of(c)["strict"][0] for c in cell_dirs(tmp_path)] == [1.0, pytest.approx(1 / 3)]
+
+
+def test_the_alias_and_experiments_are_multiruns():
+    from tests.helpers import REPO
+
+    assert "hydra._internal" not in "".join(p.read_text() for p in (REPO / "codesign").rglob("*.py"))
+    for experiment in (REPO / "conf" / "experiment").glob("*.yaml"):
+        text = experiment.read_text()
+        assert "mode: MULTIRUN" in text and "sweeper:" in text, experiment.name
