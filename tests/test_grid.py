@@ -70,7 +70,8 @@ JUDGES = ["openai/judge-a", "openai/judge-b", "openai/judge-c", "openai/judge-d"
 @pytest.mark.slow
 def test_a_four_judge_grid_solves_once_and_every_judge_grades_the_same_patch(ray_instance, tmp_path, monkeypatch):
     """Four judge cells on an empty store, two Ray actors: one solve per (model, task, seed), counted at the
-    scripted model server, and all four judges grade one byte-identical patch."""
+    scripted model server, and all four judges grade one byte-identical patch. The solver's endpoint allows
+    one call at a time (model.max_concurrency=1), across both actors: its two tasks are solved in turn."""
     suite = make_task(tmp_path / "suite")
     twin = suite / "counter2"
     twin.mkdir()
@@ -89,7 +90,7 @@ def test_a_four_judge_grid_solves_once_and_every_judge_grades_the_same_patch(ray
         code = hydra_cli(
             monkeypatch, "-m", "evaluator=llm", "evaluator.judge.model=" + ",".join(JUDGES), "regime=single_shot",
             "model=litellm", "model.name=scripted", "model.model=openai/scripted",
-            f"model.api_base={solver.openai_base}", f"model.api_key_env={KEY_ENV}",
+            f"model.api_base={solver.openai_base}", f"model.api_key_env={KEY_ENV}", "model.max_concurrency=1",
             f"evaluator.judge.api_base={judge.openai_base}", f"evaluator.judge.api_key_env={KEY_ENV}",
             "evaluator.verifier.model=openai/verifier", f"evaluator.verifier.api_base={judge.openai_base}",
             f"evaluator.verifier.api_key_env={KEY_ENV}",
@@ -97,8 +98,10 @@ def test_a_four_judge_grid_solves_once_and_every_judge_grades_the_same_patch(ray
             "tracker=none", f"store.root={tmp_path / 'store'}",
         )  # fmt: skip
         solver_requests, judge_models = solver.requests, {r.model for r in judge.requests}
+        solver_peak = solver.peak_in_flight
     assert code == 0
     assert len(solver_requests) == 2  # one solve per task, not one per cell
+    assert solver_peak == 1  # the endpoint's limit held across the pool
     assert {f"openai/{m}" for m in judge_models} >= set(JUDGES)  # four judges really graded
     cells = cell_dirs(tmp_path)
     assert len(cells) == 4
@@ -131,3 +134,16 @@ def test_the_alias_and_experiments_are_multiruns():
     for experiment in (REPO / "conf" / "experiment").glob("*.yaml"):
         text = experiment.read_text()
         assert "mode: MULTIRUN" in text and "sweeper:" in text, experiment.name
+
+
+def test_endpoint_limits_cover_solvers_judges_and_verifiers():
+    from codesign.execute.limits import endpoint_key, endpoint_limits
+
+    model = {"_target_": "codesign.solve.models.litellm_model.LitellmModel", "model": "openai/x", "api_base": None}
+    specs = [
+        {"model": {**model, "max_concurrency": 4}, "evaluator": {"judge": {**model, "max_concurrency": 2},
+                                                                 "verifier": {**model, "model": "openai/v"}}},
+        {"model": {**model, "max_concurrency": 3, "api_base": "http://gateway/v1"}},
+    ]  # fmt: skip
+    gateway = endpoint_key("openai/x", "http://gateway/v1")
+    assert endpoint_limits(specs) == {endpoint_key("openai/x", None): 2, gateway: 3}

@@ -19,6 +19,7 @@ from pydantic import Field
 from codesign._types import Count, NonNegative, TrialRecord, TrialStatus
 from codesign.errors import EnvironmentSetupError
 from codesign.execute import Budget
+from codesign.execute.limits import endpoint_limits, start_slot_keepers
 
 
 class TrialWorker:
@@ -119,6 +120,7 @@ class RayExecutor:
             max_restarts=1,
         )
         n = max(1, min(self.num_workers, len(specs)))
+        keepers = start_slot_keepers(endpoint_limits(specs))  # per-endpoint limits shared by every actor
         workers = [
             actor_cls.remote(self.browser_executable, self.max_concurrency, self.browser_slots) for _ in range(n)
         ]
@@ -141,10 +143,10 @@ class RayExecutor:
             checks = [w.check.remote(*where) for w in workers] if where else []
             problems = sorted({p for found in ray.get(checks) for p in found})
         except Exception:
-            self._stop(workers)
+            self._stop(workers, keepers)
             raise
         if problems:
-            self._stop(workers)
+            self._stop(workers, keepers)
             raise EnvironmentSetupError("nodes are not ready to run trials:\n  " + "\n  ".join(problems),
                                         "run `make setup` (python -m codesign.install run) on those nodes")  # fmt: skip
         submit_more()
@@ -170,14 +172,16 @@ class RayExecutor:
                 records.append(record)
                 on_result(record)
         finally:
-            self._stop(workers)
+            self._stop(workers, keepers)
         return records
 
     @staticmethod
-    def _stop(workers: list[Any]) -> None:
+    def _stop(workers: list[Any], keepers: list[Any]) -> None:
         import ray
 
         for w in workers:
             with contextlib.suppress(Exception):  # a dead actor has nothing left to close
                 ray.get(w.shutdown.remote(), timeout=10)
             ray.kill(w)
+        for k in keepers:
+            ray.kill(k)

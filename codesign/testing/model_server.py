@@ -112,6 +112,8 @@ class ScriptedModelServer:
         self.requests: list[ServedRequest] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self.in_flight = 0  # requests being answered now
+        self.peak_in_flight = 0  # the most answered at once (a concurrency limit's observable effect)
         self._httpd: LoopbackServer | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -161,10 +163,16 @@ class ScriptedModelServer:
     def answer(self, request: ServedRequest) -> Served:
         with self._lock:
             self.requests.append(request)
-        reply = self.policy(request)
-        delay = self.latency_s + reply.delay_s
-        if delay:
-            time.sleep(delay)
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            reply = self.policy(request)
+            delay = self.latency_s + reply.delay_s
+            if delay:
+                time.sleep(delay)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
         out_text = (reply.content or "") + json.dumps([vars(t) for t in reply.tool_calls])
         served = Served(
             request, reply,

@@ -19,6 +19,7 @@ from typing import Any
 from codesign._protocols import ModelReply
 from codesign._types import Count, NonNegative, Seconds, Usage
 from codesign.errors import ConfigError
+from codesign.execute.limits import endpoint_slot
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ class LitellmModel:
         "timeout_s",
         "api_key_env",
         "stream",
+        "max_concurrency",
     )
     name: str  # short name for tables, W&B and store keys
     model: str  # litellm model string, e.g. "openai/gpt-6-astra", "anthropic/claude-opus-4-8"
@@ -89,6 +91,7 @@ class LitellmModel:
     supports_vision: bool = True
     supports_audio: bool = False
     stream: bool = False  # stream replies (some gateways only stream); the chunks are rebuilt into one reply
+    max_concurrency: Count | None = None  # calls in flight to this endpoint across the whole pool (None: no cap)
     extra: dict[str, Any] = field(default_factory=dict)  # passed to litellm.completion as-is
 
     def check(self) -> None:
@@ -117,13 +120,15 @@ class LitellmModel:
 
         for attempt in range(self.max_retries + 1):
             try:
-                if self.stream:
-                    chunks = list(litellm.completion(model=self.model, messages=messages, num_retries=0, stream=True,
-                                                     stream_options={"include_usage": True},
-                                                     **(self._kwargs() | kwargs)))  # fmt: skip
-                    return litellm.stream_chunk_builder(chunks, messages=messages)
-                return litellm.completion(model=self.model, messages=messages, num_retries=0,
-                                          **(self._kwargs() | kwargs))  # fmt: skip
+                # A slot of the endpoint's pool-wide limit is held for the call, not for the retry wait.
+                with endpoint_slot(self.model, self.api_base, self.max_concurrency):
+                    if self.stream:
+                        chunks = list(litellm.completion(model=self.model, messages=messages, num_retries=0,
+                                                         stream=True, stream_options={"include_usage": True},
+                                                         **(self._kwargs() | kwargs)))  # fmt: skip
+                        return litellm.stream_chunk_builder(chunks, messages=messages)
+                    return litellm.completion(model=self.model, messages=messages, num_retries=0,
+                                              **(self._kwargs() | kwargs))  # fmt: skip
             except _retryable() as e:
                 if attempt == self.max_retries:
                     raise

@@ -1,0 +1,115 @@
+"""Per-endpoint concurrency: at most ``max_concurrency`` calls in flight to one provider endpoint across the
+whole pool, whatever the number of cells, actors and nodes sending to it.
+
+A pooled grid runs the trials of many cells at once; several cells (and their judges) may call one
+provider, whose rate limit is per account, not per cell. So a model config may set ``max_concurrency``; the
+Ray executor then starts one slot keeper per endpoint (a named async actor) before the first trial, and
+every call takes a slot from it. Without Ray (``executor=inline``) the pool is this process, and a
+process-wide semaphore does the same. An endpoint is its litellm model string plus its ``api_base``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+ACTOR_PREFIX = "codesign-endpoint-"
+MODEL_TARGET = "LitellmModel"
+
+_local: dict[str, threading.BoundedSemaphore] = {}
+_local_lock = threading.Lock()
+
+
+def endpoint_key(model: str, api_base: str | None) -> str:
+    return hashlib.sha256(f"{model}\n{api_base or ''}".encode()).hexdigest()[:16]
+
+
+class EndpointSlots:
+    """Ray actor body: a semaphore that callers on any node acquire and release by name."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._free = asyncio.Semaphore(limit)
+        self.in_flight = 0
+        self.peak = 0
+
+    async def acquire(self) -> None:
+        await self._free.acquire()
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+
+    async def release(self) -> None:
+        self.in_flight -= 1
+        self._free.release()
+
+    async def stats(self) -> dict[str, int]:
+        return {"limit": self.limit, "in_flight": self.in_flight, "peak": self.peak}
+
+
+def endpoint_limits(specs: list[dict[str, Any]]) -> dict[str, int]:
+    """Every model config in the trial specs (solvers, judges, verifiers) that sets ``max_concurrency``:
+    endpoint key → limit (the smallest, when configs of one endpoint disagree)."""
+    limits: dict[str, int] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if MODEL_TARGET in str(node.get("_target_", "")) and node.get("max_concurrency"):
+                key = endpoint_key(str(node["model"]), node.get("api_base"))
+                limits[key] = min(limits.get(key, node["max_concurrency"]), int(node["max_concurrency"]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for spec in specs:
+        walk(spec)
+    return limits
+
+
+def start_slot_keepers(limits: dict[str, int]) -> list[Any]:
+    """On the Ray driver: one named slot keeper per limited endpoint (owned by the driver, so they live as
+    long as the run and die with it)."""
+    import ray
+
+    keeper = ray.remote(EndpointSlots)
+    return [keeper.options(name=ACTOR_PREFIX + key, num_cpus=0, max_concurrency=10_000).remote(limit)
+            for key, limit in limits.items()]  # fmt: skip
+
+
+def _keeper(key: str) -> Any | None:
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return None
+        return ray.get_actor(ACTOR_PREFIX + key)
+    except (ImportError, ValueError):  # no Ray, or no keeper for this endpoint: this process is the pool
+        return None
+
+
+@contextlib.contextmanager
+def endpoint_slot(model: str, api_base: str | None, limit: int | None) -> Iterator[None]:
+    """Hold one of the endpoint's slots for the duration of a call (no-op without a limit)."""
+    if not limit:
+        yield
+        return
+    key = endpoint_key(model, api_base)
+    keeper = _keeper(key)
+    if keeper is not None:
+        import ray
+
+        ray.get(keeper.acquire.remote())
+        try:
+            yield
+        finally:
+            ray.get(keeper.release.remote())
+        return
+    with _local_lock:
+        semaphore = _local.setdefault(key, threading.BoundedSemaphore(limit))
+    with semaphore:
+        yield
