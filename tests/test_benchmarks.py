@@ -36,3 +36,8 @@ def test_load_benchmark_runs():
 def test_sandbox_benchmark_runs():
     out = bench("benchmarks/sandbox.py", "--repeats", "3")
     assert "bubblewrap" in out and "unconfined" in out
+
+
+def test_grid_benchmark_runs():
+    out = bench("benchmarks/grid.py", "--tasks", "me-bakery-header-mockup", "--latency", "0.2")
+    assert "faster than Hydra's basic launcher on a 2 × 2 grid (4 trials, latency 0.2 s)" in out

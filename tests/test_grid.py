@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from codesign.testing.model_server import Reply, ScriptedModelServer
+from tests.helpers import REPO
 from tests.test_judge import KEY_ENV, careful_judge, make_task
 
 
@@ -128,8 +129,6 @@ def test_other_launchers_still_work(tmp_path, monkeypatch, suite_copy, capsys):
 
 
 def test_the_alias_and_experiments_are_multiruns():
-    from tests.helpers import REPO
-
     assert "hydra._internal" not in "".join(p.read_text() for p in (REPO / "codesign").rglob("*.py"))
     for experiment in (REPO / "conf" / "experiment").glob("*.yaml"):
         text = experiment.read_text()
@@ -147,3 +146,57 @@ def test_endpoint_limits_cover_solvers_judges_and_verifiers():
     ]  # fmt: skip
     gateway = endpoint_key("openai/x", "http://gateway/v1")
     assert endpoint_limits(specs) == {endpoint_key("openai/x", None): 2, gateway: 3}
+
+
+def generic_judge(req):
+    """A judge for any task: every criterion FAILs on the page's DOM (nothing to verify or audit)."""
+    from tests.test_judge import is_verifier, not_refuted, verdict
+
+    return not_refuted() if is_verifier(req) else verdict("FAIL", ["dom:/@desktop"], "the page lacks the asked change")
+
+
+def _grid_params(experiment: str) -> dict[str, str]:
+    from omegaconf import OmegaConf
+
+    return dict(OmegaConf.load(REPO / "conf" / "experiment" / f"{experiment}.yaml").hydra.sweeper.params)
+
+
+def _grid_size(experiment: str, fixed: set[str]) -> int:
+    import math
+
+    return math.prod(len(str(v).split(",")) for k, v in _grid_params(experiment).items() if k not in fixed)
+
+
+@pytest.fixture(scope="module")
+def experiments_store(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("experiments") / "store"  # shared: the experiments reuse each other's stages
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml")))
+def test_every_experiment_runs_offline(experiment, experiments_store, tmp_path, monkeypatch, capsys):
+    """Each paper experiment, as shipped, runs its whole grid from `experiment=NAME` alone (no -m) with the
+    offline ceiling and floor as models and a scripted judge, on a task of the sample suite (one: the grids are
+    what is tested; the RE path of every harness is in test_harnesses)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, "sk-judge")
+    with ScriptedModelServer(generic_judge) as judge:
+        code = hydra_cli(
+            monkeypatch, f"experiment={experiment}", "model=oracle,noop",
+            "evaluator.judge.model=openai/judge", f"evaluator.judge.api_base={judge.openai_base}",
+            f"evaluator.judge.api_key_env={KEY_ENV}", "evaluator.verifier.model=openai/verifier",
+            f"evaluator.verifier.api_base={judge.openai_base}", f"evaluator.verifier.api_key_env={KEY_ENV}",
+            "tasks=sample", "tasks.include=[me-bakery-header-mockup]", "executor=inline",
+            "tracker=none", f"store.root={experiments_store}", "attribution.below=null",
+        )  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err[-3000:]
+    cells = cell_dirs(tmp_path)
+    assert len(cells) == 2 * _grid_size(experiment, {"model"})
+    rows = pl.concat([tasks_of(c) for c in cells], how="diagonal_relaxed")
+    assert set(rows["status"]) == {"ok"}
+    by_model = dict(rows.group_by("model").agg(pl.col("strict").mean()).iter_rows())
+    assert by_model["oracle"] >= by_model["noop"]  # judge-only cells FAIL everything (the scripted judge)
+    if "evaluator" not in _grid_params(experiment):  # hybrid: probes grade what they can, exactly
+        assert by_model["oracle"] > by_model["noop"]

@@ -32,6 +32,9 @@ def _litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True
+    # litellm logs every call at INFO; a Hydra job configures the root logger at INFO, so it would flood.
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     litellm.drop_params = True  # a provider that lacks e.g. `seed` gets the call without it
     return litellm
 
