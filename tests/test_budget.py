@@ -60,3 +60,30 @@ def test_judge_spend_counts_against_the_budget(tmp_path):
     counts = dict(tasks.group_by("status").len().iter_rows())
     assert counts == {"ok": 1, "skipped": 1}
     assert tasks.filter(pl.col("status") == "ok")["judge_cost_usd"][0] > 0.5
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_one_budget_for_the_whole_grid(tmp_path, monkeypatch, capsys):
+    """Under -m the cells share one budget: the first trial's judge spends it, so the other cell's trial never
+    starts (with a budget per cell, both would run)."""
+    from codesign.testing.model_server import ScriptedModelServer
+    from tests.test_grid import cell_dirs, hydra_cli, tasks_of
+    from tests.test_judge import KEY_ENV, make_task, verdict
+
+    root = make_task(tmp_path / "suite")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, "sk-judge")
+    with ScriptedModelServer(lambda req: verdict("FAIL", ["dom:/@desktop"], "the note is unchanged")) as judge:
+        code = hydra_cli(
+            monkeypatch, "-m", "model=noop,oracle", "evaluator=llm", "evaluator.judge.model=openai/judge",
+            f"evaluator.judge.api_base={judge.openai_base}", f"evaluator.judge.api_key_env={KEY_ENV}",
+            "evaluator.judge.input_cost_per_mtok=1000", "evaluator.judge.output_cost_per_mtok=1000",
+            "evaluator.verifier=null", "evaluator.audit=false", "evaluator.frames=[]", "budget.max_cost_usd=0.5",
+            "tasks=all", f"tasks.root={root}", "executor=inline", "executor.max_concurrency=1", "tracker=none",
+            f"store.root={tmp_path / 'store'}", "attribution.below=null",
+        )  # fmt: skip
+    assert code == 0
+    statuses = [tasks_of(c)["status"][0] for c in cell_dirs(tmp_path)]
+    assert statuses == ["ok", "skipped"]
+    assert "cost budget of $0.50 reached" in capsys.readouterr().err
