@@ -25,3 +25,8 @@ class TaskError(CodesignError):
 
 class EnvironmentSetupError(CodesignError):
     """Something outside the project is missing (browser, Docker engine, npm)."""
+
+
+class NothingRan(CodesignError):
+    """Not one trial of the command could run (every task failed to load, every trial hit an infrastructure
+    error, ...): the results are written, and the command exits non-zero so scripts and CI notice."""

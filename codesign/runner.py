@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from codesign._types import TrialRecord, TrialStatus
 from codesign.build import build, preflight
-from codesign.errors import ConfigError
+from codesign.errors import ConfigError, NothingRan
 from codesign.execute import Budget
 from codesign.sandbox import scratch
 from codesign.score import (
@@ -230,7 +230,21 @@ def job(cfg: DictConfig, out_dir: Path, name: str, group: str | None, sweep: str
     pooled = _POOLING.get()
     command = pooled or (_COMMANDS.setdefault(sweep, Command()) if sweep else Command())
     cell = prepare(cfg, out_dir, name, group, command)
-    return cell if pooled is not None else run_cells([cell])[0]
+    if pooled is not None:
+        return cell
+    tables = run_cells([cell])[0]
+    check_something_ran([tables])
+    return tables
+
+
+def check_something_ran(tables: list[dict[str, Any]]) -> None:
+    """Raise :class:`NothingRan` when no trial of these cells was solved (``ok`` or ``solved``)."""
+    statuses = [s for t in tables for s in t["tasks"]["status"].to_list()]
+    if not any(s in (TrialStatus.OK, TrialStatus.SOLVED) for s in statuses):
+        counts = ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses))) or "no trials"
+        raise NothingRan(
+            f"no trial could run ({counts})", "the reasons are listed above, under 'left out of the scores'"
+        )
 
 
 def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None = None,

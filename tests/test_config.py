@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hydra.utils import get_class
 
+from codesign.errors import ConfigError
 from tests.helpers import cli, compose_config
 
 
@@ -93,3 +94,13 @@ def test_a_config_mistake_stops_the_cli_with_the_message_and_runs_nothing(tmp_pa
     proc = cli("regime.max_turns=0", "tracker=none", f"store.root={tmp_path}", timeout=120)
     assert proc.returncode != 0 and "regime.max_turns=0 is not allowed" in proc.stderr
     assert not (tmp_path / "trials").exists()
+
+
+def test_a_root_of_your_own_with_the_sample_list_says_to_use_tasks_all(tmp_path):
+    from codesign.runner import prepare
+
+    (tmp_path / "suite" / "my-task").mkdir(parents=True)
+    cfg = compose_config(f"tasks.root={tmp_path / 'suite'}", "tracker=none")  # tasks=sample's include list
+    with pytest.raises(ConfigError) as err:
+        prepare(cfg, tmp_path / "out")
+    assert "none of the 5 tasks in tasks.include" in str(err.value) and "tasks=all tasks.root=DIR" in str(err.value)

@@ -200,3 +200,17 @@ def test_every_experiment_runs_offline(experiment, experiments_store, tmp_path, 
     assert by_model["oracle"] >= by_model["noop"]  # judge-only cells FAIL everything (the scripted judge)
     if "evaluator" not in _grid_params(experiment):  # hybrid: probes grade what they can, exactly
         assert by_model["oracle"] > by_model["noop"]
+
+
+@pytest.mark.parametrize("multirun", [False, True])
+def test_a_command_in_which_no_trial_could_run_exits_non_zero(multirun, tmp_path, monkeypatch, capsys):
+    broken = tmp_path / "suite" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "task.yaml").write_text("id: broken\ntrack: ME\n")  # no request, no app: cannot load
+    monkeypatch.chdir(tmp_path)
+    args = ["tasks=all", f"tasks.root={tmp_path / 'suite'}", "executor=inline", "tracker=none",
+            f"store.root={tmp_path / 'store'}"]  # fmt: skip
+    code = hydra_cli(monkeypatch, *(["-m", "model=oracle,noop"] if multirun else []), *args)
+    err = capsys.readouterr().err
+    assert code == 1 and "no trial could run" in err and "task_error" in err
+    assert len(list((tmp_path / "outputs").rglob("tasks.parquet"))) == (2 if multirun else 1)  # still written

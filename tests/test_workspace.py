@@ -135,3 +135,18 @@ def test_a_run_removes_what_a_killed_run_left_in_its_scratch_folder(tmp_path):
                          "tracker=none", "executor=inline")  # fmt: skip
     prepare(cfg, tmp_path)
     assert not left.exists()
+
+
+def test_a_failing_install_reports_npms_own_cause(tmp_path):
+    """npm prints the cause first and usage text after it: the error keeps the cause (here: no lockfile)."""
+    from codesign.errors import EnvironmentSetupError
+    from codesign.sandbox.dependencies import cached_node_modules
+
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "package.json").write_text('{"name": "x", "version": "1.0.0", "dependencies": {"left-pad": "1.3.0"}}')
+    with pytest.raises(EnvironmentSetupError) as err:
+        cached_node_modules(app, tmp_path / "cache" / "node_modules")
+    message = str(err.value)
+    assert "npm error code EUSAGE" in message and "can only install with an existing package-lock.json" in message
+    assert "--install-strategy" not in message  # the usage text after the cause is left out

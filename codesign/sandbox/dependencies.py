@@ -74,7 +74,7 @@ def cached_node_modules(app_dir: Path, cache_root: Path, install: str = NODE_INS
             if result.returncode != 0:
                 status = "timed out" if result.timed_out else f"exit code {result.returncode}"
                 raise EnvironmentSetupError(
-                    f"dependency install `{install}` failed in {app_dir} ({status}):\n{result.output[-2000:]}",
+                    f"dependency install `{install}` failed in {app_dir} ({status}):\n{failure_excerpt(result.output)}",
                     "check that the npm registry is reachable and the lockfile is valid",
                 )
             # An app without dependencies installs nothing, and that is a success.
@@ -83,6 +83,16 @@ def cached_node_modules(app_dir: Path, cache_root: Path, install: str = NODE_INS
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return target
+
+
+def failure_excerpt(output: str, head_lines: int = 8, tail_chars: int = 600) -> str:
+    """What an install failure says: npm's own first error lines (``npm error …``, ``npm ERR! …``: the cause
+    comes first, then usage text and the log's path), then the output's end; other tools: the end."""
+    errors = [line for line in output.splitlines() if line.startswith(("npm error", "npm ERR!"))]
+    causes = [line for line in errors if line.rstrip() not in ("npm error", "npm ERR!")][:head_lines]
+    if not causes:
+        return output[-2000:]
+    return "\n".join(causes) + "\n…\n" + output[-tail_chars:].strip()
 
 
 def hydrate_node_modules(workspace: Path, cached: Path, hardlink: bool) -> None:

@@ -6,6 +6,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from codesign.errors import ConfigError
 from codesign.tasks.loader import Suite, load_suite
 
 
@@ -17,7 +18,19 @@ def bundled_suite() -> Path:
 def select_tasks(cfg: Any) -> Suite:
     """``cfg`` has ``root`` and optional filters ``include``, ``tracks``, ``modalities``,
     ``min_edit_types`` and ``max_edit_types``; tasks that fail to load are kept as errors."""
-    suite = load_suite(cfg.root, include=list(cfg.include) if cfg.get("include") else None)
+    include = list(cfg.include) if cfg.get("include") else None
+    suite = load_suite(cfg.root, include=include)
+    if (
+        include
+        and not suite.tasks
+        and len(suite.errors) == len(include)
+        and all(e.problem == "no such task folder" for e in suite.errors)
+    ):
+        raise ConfigError(
+            f"none of the {len(include)} tasks in tasks.include is under {suite.root}",
+            "to run every task of your own suite use tasks=all tasks.root=DIR (tasks=sample lists bundled tasks), "
+            "or name tasks that exist in tasks.include",
+        )
     tracks = set(cfg.get("tracks") or [])
     modalities = set(cfg.get("modalities") or [])
     lo, hi = cfg.get("min_edit_types"), cfg.get("max_edit_types")

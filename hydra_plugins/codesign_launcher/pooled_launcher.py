@@ -47,7 +47,7 @@ class PooledLauncher(Launcher):
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from codesign.config import folder_name
-        from codesign.runner import Cell, Command, pooling, run_cells
+        from codesign.runner import Cell, Command, check_something_ran, pooling, run_cells
 
         assert self.config is not None and self.task_function is not None and self.hydra_context is not None
         setup_globals()
@@ -88,6 +88,7 @@ class PooledLauncher(Launcher):
                     r.status, r.return_value = JobStatus.FAILED, e
                 raise
             _rank_stability([r.return_value for r in started], sweep_dir)
+            check_something_ran([r.return_value for r in started])
         if failed:
             names = ", ".join(_name(r) for r in failed)
             print(f"{len(failed)} of {len(returns)} cells could not start: {names}", file=sys.stderr)
