@@ -86,3 +86,6 @@ def test_probe_shorthand_and_validation():
         Probe.model_validate({"expect": [{"text": {"selector": "h1"}}]})
     with pytest.raises(ValueError, match="at least 1"):
         Probe.model_validate({"expect": []})
+    with pytest.raises(ValueError, match="source needs exactly one of contains"):  # a glob alone checks nothing
+        Probe.model_validate({"expect": [{"source": {"glob": "src/*.js"}}]})
+    Probe.model_validate({"expect": [{"source": {"glob": "src/theme.js", "matches": ""}}]})  # "the file exists"

@@ -238,6 +238,15 @@ class Source(_Strict):
     matches: str | None = None
     absent: str | None = None
 
+    @model_validator(mode="after")
+    def _one_comparison(self) -> Source:
+        given = [k for k in ("contains", "matches", "absent") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "source needs exactly one of contains / matches / absent (a file that must exist: matches: '')"
+            )
+        return self
+
 
 class Title(_Strict):
     equals: str | None = None
