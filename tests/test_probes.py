@@ -46,6 +46,9 @@ def lab(tmp_path_factory):
     (root / "covered.html").write_text(  # a button that is there, visible and enabled, but under an overlay
         '<button id="under">press</button><div style="position:fixed;inset:0;background:rgba(0,0,0,.1)"></div>'
     )
+    (root / "hash.html").write_text(  # a hash-routed page whose count lives in memory until the page reloads
+        '<p id="n">0</p><button id="b" onclick="n.textContent = Number(n.textContent) + 1">+</button>'
+    )
     (root / "wide.html").write_text(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<div style="width: 700px; height: 20px; background: red">too wide</div>'
@@ -127,6 +130,19 @@ def test_assertion_fails(loop, session, assertion, category):
     v = grade(loop, session, {"expect": [assertion]})
     assert v.verdict == "FAIL", v.reason
     assert v.failure_category == category
+    name = next(iter(assertion))
+    assert f"expected {name}" in v.reason  # what was asked for, next to what was found
+    if isinstance(assertion[name], dict):
+        asked = {k: v for k, v in assertion[name].items() if k != "selector"}
+        assert all(repr(value) in v.reason for value in asked.values()), v.reason
+
+
+def test_goto_reloads_a_hash_routed_page(loop, session):
+    """goto is a real load, also when only the #fragment changes (no navigation for the browser)."""
+    probe = {"route": "/hash.html#/a", "steps": [{"click": "#b"}, {"goto": {"route": "/hash.html#/b"}}],
+             "expect": [{"text": {"selector": "#n", "equals": "0"}}]}  # fmt: skip
+    v = grade(loop, session, probe, kind="interaction")
+    assert v.verdict == "PASS", v.reason
 
 
 def test_console_errors_fail_console_clean(loop, session):

@@ -71,7 +71,22 @@ async def _first(page: Any, selector: str) -> Any | None:
     return loc.first if await loc.count() > 0 else None
 
 
+def expectation(name: str, a: Any) -> str:
+    """What an assertion asked for, for a failure's reason (``expected text equals 'Thanks'``)."""
+    asked = a.model_dump(exclude_none=True, exclude_unset=True) if hasattr(a, "model_dump") else {}
+    where = asked.pop("selector", None)
+    return "expected " + " ".join([name, *([repr(where)] if where else []), *(f"{k} {v!r}" for k, v in asked.items())])
+
+
 async def check(assertion: tuple[str, Any], loaded: LoadedPage | None, session: EvidenceSession) -> Check:
+    """Run one assertion; a failure's detail says what was found and what was expected."""
+    result = await _check(assertion, loaded, session)
+    if not result.ok:
+        result.detail = f"{result.detail}; {expectation(*assertion)}"
+    return result
+
+
+async def _check(assertion: tuple[str, Any], loaded: LoadedPage | None, session: EvidenceSession) -> Check:
     name, a = assertion
     if name == "source":
         return _check_source(a, session)
@@ -232,7 +247,12 @@ async def _perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSessi
         case "check":
             await (await el()).check(timeout=t)
         case "goto":
-            await bounded(page.goto(session.base_url + s.route, wait_until="load", timeout=0), page, f"goto {s.route}")
+            # A real load, as documented: moving to another #fragment of the same document (hash routing) is
+            # no navigation for the browser (goto returns no response), so the page is reloaded there.
+            response = await bounded(page.goto(session.base_url + s.route, wait_until="load", timeout=0), page,
+                                     f"goto {s.route}")  # fmt: skip
+            if response is None:
+                await bounded(page.reload(wait_until="load", timeout=0), page, f"reload {s.route}")
         case "scroll":
             if s.selector:
                 await (await el(enabled=False)).scroll_into_view_if_needed(timeout=t)
