@@ -22,6 +22,7 @@ PAGE = """<!doctype html><html><head><title>Probe lab</title>
   .box { width: 100px; height: 40px; background: #eee; }
   .hidden { display: none; }
   @media (max-width: 600px) { .row { flex-direction: column; } }
+  @media (prefers-color-scheme: dark) { body { background: rgb(0, 0, 0); } }
 </style></head><body>
 <h1 id="title">Hello   probe
   lab</h1>
@@ -100,6 +101,12 @@ PASSING = [
     {"source": {"glob": "*.js", "contains": "answer = 42"}},
     {"source": {"glob": "app.js", "absent": "TODO"}},
     {"title": {"equals": "Probe lab"}},
+    {"text": {"selector": ".box", "matches": "^[LR]$", "match": "every"}},
+    {"text": {"selector": ".box", "equals": "R", "match": "any"}},
+    {"style": {"selector": ".box", "property": "width", "equals": "100px", "match": "every"}},
+    {"box": {"selector": "#left", "inside": ".row", "same_width_as": "#right", "min_width": 100, "max_height": 40}},
+    {"box": {"selector": "#left", "outside": "#right"}},
+    {"url": {"equals": "/"}},
 ]
 
 FAILING = [
@@ -115,6 +122,11 @@ FAILING = [
     ({"role": {"role": "button", "name": "Delete"}}, "missing"),
     ({"source": {"glob": "*.css", "contains": "x"}}, "missing"),
     ({"title": {"contains": "Other"}}, "wrong"),
+    ({"text": {"selector": ".box", "equals": "L", "match": "every"}}, "wrong"),
+    ({"visible": {"selector": "p", "match": "every"}}, "wrong"),
+    ({"box": {"selector": "#left", "inside": "#right"}}, "wrong"),
+    ({"box": {"selector": "#left", "max_width": 50}}, "wrong"),
+    ({"url": {"contains": "/cart"}}, "wrong"),
 ]
 
 
@@ -276,3 +288,28 @@ def test_a_hidden_target_fails_at_once(loop, session):
     hidden = grade(loop, session, probe, kind="interaction")
     assert "'#secret' is not visible once the page has settled" in hidden.reason
     assert time.monotonic() - start < 10
+
+
+def test_colour_scheme_and_any_viewport_are_emulated(loop, session):
+    dark = {"color_scheme": "dark", "expect": [{"style": {"selector": "body", "property": "background-color",
+                                                           "equals": "rgb(0, 0, 0)"}}]}  # fmt: skip
+    assert grade(loop, session, dark).verdict == "PASS"
+    assert grade(loop, session, {**dark, "color_scheme": "light"}).verdict == "FAIL"
+    narrow = {
+        "viewport": {"width": 500, "height": 700},
+        "expect": [{"position": {"selector": "#left", "above": "#right"}}],
+    }
+    assert grade(loop, session, narrow).verdict == "PASS"  # below the 600 px breakpoint: stacked
+    assert grade(loop, session, {**narrow, "viewport": {"width": 700, "height": 700}}).verdict == "FAIL"
+
+
+def test_assertions_between_steps(loop, session):
+    steps = [{"click": "#inc"}, {"expect": [{"value": {"selector": "#qty", "number": 4}}]}, {"click": "#inc"}]
+    v = grade(loop, session, {"steps": steps, "expect": [{"value": {"selector": "#qty", "number": 5}}]},
+              kind="interaction")  # fmt: skip
+    assert v.verdict == "PASS", v.reason
+    steps[1] = {"expect": [{"value": {"selector": "#qty", "number": 9}}]}
+    v = grade(loop, session, {"steps": steps, "expect": [{"value": {"selector": "#qty", "number": 5}}]},
+              kind="interaction")  # fmt: skip
+    assert v.verdict == "FAIL" and v.failure_category == "wrong"
+    assert "step 2 (expect)" in v.reason and "'4'" in v.reason and "9" in v.reason  # found 4, expected 9

@@ -147,6 +147,8 @@ class LLMEvaluator:
                        extra: str = "") -> Consultation:  # fmt: skip
         route = c.probe.route if c.probe else task.manifest.environment.routes[0]
         viewport = c.probe.viewport if c.probe else ("mobile" if c.kind == "responsive" else "desktop")
+        if not isinstance(viewport, str):  # a probe's custom size: the judge's tools use the nearest named one
+            viewport = "mobile" if viewport.mobile else "desktop"
         boundary = judging.new_boundary()  # looked up on the module: a test swaps in a constant one
         tools = BrowserTools(session, f"{role}:{c.id}", route, viewport, self.max_actions, boundary)
         try:

@@ -15,7 +15,7 @@ from typing import Any
 from codesign._types import CriterionVerdict, EvidenceItem, Verdict
 from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
 from codesign.runtime import waiting
-from codesign.runtime.browser import VIEWPORTS
+from codesign.runtime.browser import context_options
 from codesign.runtime.waiting import AppUnresponsive, TargetMissing, bounded, describe, target
 from codesign.tasks import probes as P
 from codesign.tasks.schema import Criterion
@@ -93,11 +93,12 @@ async def _check(assertion: tuple[str, Any], loaded: LoadedPage | None, session:
     page = loaded.page
     match name:
         case "text":
-            el = await _first(page, a.selector)
-            if el is None:
-                return Check(False, f"no element matches {a.selector!r}", missing=True)
-            actual = _norm(await el.inner_text())
-            return Check(_compare_text(actual, a), f"{a.selector} text is {actual[:160]!r}")
+
+            async def text_of(el: Any) -> Check:
+                actual = _norm(await el.inner_text())
+                return Check(_compare_text(actual, a), f"{a.selector} text is {actual[:160]!r}")
+
+            return await _over_matches(page, a.selector, a.match, text_of)
         case "value":
             el = await _first(page, a.selector)
             if el is None:
@@ -111,10 +112,12 @@ async def _check(assertion: tuple[str, Any], loaded: LoadedPage | None, session:
                 ok = False
             return Check(ok, f"{a.selector} value is {value!r}")
         case "visible":
-            el = await _first(page, a.selector)
-            if el is None:
-                return Check(False, f"no element matches {a.selector!r}", missing=True)
-            return Check(await el.is_visible(), f"{a.selector} visible={await el.is_visible()}")
+
+            async def visible(el: Any) -> Check:
+                shown = await el.is_visible()
+                return Check(shown, f"{a.selector} visible={shown}")
+
+            return await _over_matches(page, a.selector, a.match, visible)
         case "hidden":
             el = await _first(page, a.selector)
             visible = el is not None and await el.is_visible()
@@ -124,21 +127,24 @@ async def _check(assertion: tuple[str, Any], loaded: LoadedPage | None, session:
             ok = (a.equals is None or n == a.equals) and (a.min is None or n >= a.min) and (a.max is None or n <= a.max)
             return Check(ok, f"{n} elements match {a.selector!r}", missing=n == 0 and not ok)
         case "style":
-            el = await _first(page, a.selector)
-            if el is None:
-                return Check(False, f"no element matches {a.selector!r}", missing=True)
-            value = await el.evaluate(
-                "(el, [p, ps]) => getComputedStyle(el, ps).getPropertyValue(p)", [a.property, a.pseudo]
-            )
-            if a.equals is not None:
-                return Check(style_matches(value, a.equals, a.tolerance), f"{a.selector} {a.property}: {value}")
-            return Check(not style_matches(value, a.not_equals, a.tolerance), f"{a.selector} {a.property}: {value}")
+
+            async def style(el: Any) -> Check:
+                value = await el.evaluate(
+                    "(el, [p, ps]) => getComputedStyle(el, ps).getPropertyValue(p)", [a.property, a.pseudo]
+                )
+                if a.equals is not None:
+                    return Check(style_matches(value, a.equals, a.tolerance), f"{a.selector} {a.property}: {value}")
+                return Check(not style_matches(value, a.not_equals, a.tolerance), f"{a.selector} {a.property}: {value}")
+
+            return await _over_matches(page, a.selector, a.match, style)
         case "attribute":
-            el = await _first(page, a.selector)
-            if el is None:
-                return Check(False, f"no element matches {a.selector!r}", missing=True)
-            value = await el.get_attribute(a.name)
-            return Check(_compare_value(value, a.equals, a.contains, a.exists), f"{a.selector}[{a.name}]={value!r}")
+
+            async def attribute(el: Any) -> Check:
+                value = await el.get_attribute(a.name)
+                ok = _compare_value(value, a.equals, a.contains, a.exists)
+                return Check(ok, f"{a.selector}[{a.name}]={value!r}")
+
+            return await _over_matches(page, a.selector, a.match, attribute)
         case "storage":
             value = await page.evaluate(
                 "([area, key]) => (area === 'local' ? localStorage : sessionStorage).getItem(key)", [a.area, a.key]
@@ -163,11 +169,80 @@ async def _check(assertion: tuple[str, Any], loaded: LoadedPage | None, session:
                 "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
             )
             return Check(overflow <= a.tolerance_px, f"horizontal overflow {overflow}px")
+        case "box":
+            return await _check_box(page, a)
+        case "url":
+            here = page.url[len(session.base_url) :] if page.url.startswith(session.base_url) else page.url
+            ok = (
+                (a.equals is None or here == a.equals)
+                and (a.contains is None or a.contains in here)
+                and (a.matches is None or re.search(a.matches, here) is not None)
+            )
+            return Check(ok, f"the address is {here!r}")
         case "title":
             title = _norm(await page.title())
             ok = (a.equals is None or title == a.equals) and (a.contains is None or a.contains in title)
             return Check(ok, f"title is {title!r}")
     raise ValueError(f"no runner for assertion {name!r}")  # the schema makes this unreachable
+
+
+async def _over_matches(page: Any, selector: str, mode: str, one: Any) -> Check:
+    """Check the first match, every match (at least one must exist) or any match of ``selector``."""
+    matches = await page.locator(selector).all()
+    if not matches:
+        return Check(False, f"no element matches {selector!r}", missing=True)
+    if mode == "first":
+        return await one(matches[0])
+    results = [await one(el) for el in matches]
+    passed = [r for r in results if r.ok]
+    if mode == "every":
+        bad = [(i, r) for i, r in enumerate(results, start=1) if not r.ok]
+        detail = (
+            f"all {len(results)} matches hold"
+            if not bad
+            else (f"{len(bad)} of {len(results)} matches do not hold, e.g. match {bad[0][0]}: {bad[0][1].detail}")
+        )
+        return Check(not bad, detail)
+    detail = passed[0].detail if passed else f"none of {len(results)} matches holds, e.g. {results[0].detail}"
+    return Check(bool(passed), detail)
+
+
+async def _check_box(page: Any, a: P.Box) -> Check:
+    el = await _first(page, a.selector)
+    box = await el.bounding_box() if el else None
+    if box is None:
+        return Check(False, f"{a.selector} is not rendered", missing=True)
+    t, ok = a.tolerance_px, True
+    details = [f"{a.selector} is {box['width']:.0f}×{box['height']:.0f} at ({box['x']:.0f}, {box['y']:.0f})"]
+    for bound, size, is_min in ((a.min_width, "width", True), (a.max_width, "width", False),
+                                (a.min_height, "height", True), (a.max_height, "height", False)):  # fmt: skip
+        if bound is not None:
+            holds = box[size] >= bound - t if is_min else box[size] <= bound + t
+            ok &= holds
+    for relation, other in (("inside", a.inside), ("outside", a.outside), ("same_width_as", a.same_width_as),
+                            ("same_height_as", a.same_height_as)):  # fmt: skip
+        if other is None:
+            continue
+        o = await _first(page, other)
+        ob = await o.bounding_box() if o else None
+        if ob is None:
+            return Check(False, f"{other} is not rendered", missing=True)
+        holds = {
+            "inside": box["x"] >= ob["x"] - t
+            and box["y"] >= ob["y"] - t
+            and box["x"] + box["width"] <= ob["x"] + ob["width"] + t
+            and box["y"] + box["height"] <= ob["y"] + ob["height"] + t,
+            "outside": box["x"] + box["width"] <= ob["x"] + t
+            or ob["x"] + ob["width"] <= box["x"] + t
+            or box["y"] + box["height"] <= ob["y"] + t
+            or ob["y"] + ob["height"] <= box["y"] + t,
+            "same_width_as": abs(box["width"] - ob["width"]) <= t,
+            "same_height_as": abs(box["height"] - ob["height"]) <= t,
+        }[relation]
+        ok &= holds
+        details.append(f"{relation} {other} ({ob['width']:.0f}×{ob['height']:.0f} at ({ob['x']:.0f}, {ob['y']:.0f})): "
+                       f"{holds}")  # fmt: skip
+    return Check(ok, "; ".join(details))
 
 
 def _compare_value(value: str | None, equals: str | None, contains: str | None, exists: bool | None) -> bool:
@@ -259,7 +334,12 @@ async def _perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSessi
             else:
                 await bounded(page.evaluate("y => window.scrollTo(0, y)", s.y or 0), page, "scrolling")
         case "set_viewport":
-            await page.set_viewport_size(VIEWPORTS[s.viewport]["viewport"])
+            await page.set_viewport_size(context_options(s.viewport)["viewport"])
+        case "expect":
+            found = [await check(a, loaded, session) for a in s.checks]
+            failed = [c for c in found if not c.ok]
+            if failed:
+                raise StepCheckFailed(failed)
         case "wait":
             await page.wait_for_timeout(s.ms)  # the task author's explicit wait (an animation, a debounce)
         case "wait_for":
@@ -277,17 +357,20 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
     loaded: LoadedPage | None = None
     context = None
     failed_step: str | None = None
+    step_category = "element_never_reached"
+    viewport = P.viewport_label(probe.viewport)
     timeout: str | None = None
     checks: list[Check] = []
     try:
-        if probe.needs_browser and not probe.steps and (probe.route, probe.viewport) in session.pages:
-            loaded = session.pages[(probe.route, probe.viewport)]
-            key = f"{probe.route}@{probe.viewport}"
+        if probe.needs_browser and not probe.needs_own_page and (probe.route, viewport) in session.pages:
+            loaded = session.pages[(probe.route, viewport)]
+            key = f"{probe.route}@{viewport}"
             cited += [f"dom:{key}", f"shot:{key}", f"console:{key}"]
         elif probe.needs_browser:
-            context = await session.browser.context(probe.viewport)
-            loaded = await session.open(probe.route, probe.viewport, context=context)
-            failed_step = None if loaded.load_error else await _run_steps(criterion, loaded, session, cited)
+            context = await session.browser.context(probe.viewport, probe.color_scheme)
+            loaded = await session.open(probe.route, viewport, context=context)
+            if not loaded.load_error:
+                failed_step, step_category = await _run_steps(criterion, loaded, session, cited)
         if loaded is not None and loaded.load_error:
             timeout = loaded.load_error
         elif not failed_step:
@@ -304,7 +387,7 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
                         f"shot:{criterion.id}",
                         "screenshot",
                         probe.route,
-                        probe.viewport,
+                        viewport,
                         session.write(f"probe_{criterion.id}.png", shot),
                     )
                 )
@@ -321,7 +404,7 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
             f"probe:{criterion.id}",
             "probe",
             probe.route,
-            probe.viewport,
+            viewport,
             data=[{"ok": c.ok, "detail": c.detail} for c in checks],
         )
     )
@@ -330,7 +413,7 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
         session.timeouts.append(timeout)
         return _verdict(criterion, Verdict.FAIL, timeout, cited, "timeout")
     if failed_step:
-        return _verdict(criterion, Verdict.FAIL, failed_step, cited, "element_never_reached")
+        return _verdict(criterion, Verdict.FAIL, failed_step, cited, step_category)
     passed = sum(c.ok for c in checks)
     reason = "; ".join(("ok: " if c.ok else "failed: ") + c.detail for c in checks)
     if passed == len(checks):
@@ -340,16 +423,26 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
     return _verdict(criterion, Verdict.FAIL, reason, cited, _category(criterion, checks))
 
 
+class StepCheckFailed(Exception):
+    """An ``expect`` step whose assertions do not all hold (a FAIL of the criterion, not an unreachable step)."""
+
+    def __init__(self, checks: list[Check]) -> None:
+        self.checks = checks
+        super().__init__("; ".join(c.detail for c in checks))
+
+
 async def _run_steps(
     criterion: Criterion, loaded: LoadedPage, session: EvidenceSession, cited: list[str]
-) -> str | None:
-    """Perform and record each step; returns a failure description if one could not be performed."""
+) -> tuple[str | None, str]:
+    """Perform and record each step; returns what stopped them (None: nothing) and its failure category."""
     page = loaded.page
     for i, (name, step) in enumerate(criterion.probe.steps, start=1):
         before = await state_fingerprint(page)
-        error = None
+        error, category = None, "element_never_reached"
         try:
             await _perform(loaded, name, step, session)
+        except StepCheckFailed as e:
+            error, category = str(e), _category(criterion, e.checks)
         except TargetMissing as e:
             error = str(e)
         except AppUnresponsive:
@@ -371,9 +464,11 @@ async def _run_steps(
                 EvidenceItem(f"action:{criterion.id}.{i}", "action", loaded.route, loaded.viewport, data=record)
             )
         )
+        if error and name == "expect":
+            return f"step {i} (expect): {error}", category
         if error:
-            return f"step {i} ({name} {record['args']}) could not be performed: {error}"
-    return None
+            return f"step {i} ({name} {record['args']}) could not be performed: {error}", category
+    return None, "element_never_reached"
 
 
 def _category(criterion: Criterion, checks: list[Check]) -> str:

@@ -36,6 +36,15 @@ VIEWPORTS: dict[str, dict[str, Any]] = {
     },
 }
 
+
+def context_options(viewport: Any) -> dict[str, Any]:
+    """Playwright context options for a named viewport, or one of any size."""
+    if isinstance(viewport, str):
+        return VIEWPORTS[viewport]
+    size = {"viewport": {"width": viewport.width, "height": viewport.height}, "device_scale_factor": 1}
+    return size | ({"is_mobile": True, "has_touch": True} if viewport.mobile else {})
+
+
 # The real binary first: Debian's /usr/bin/chromium wrapper prints a harmless shell warning.
 _SYSTEM_CANDIDATES = (
     "/usr/lib/chromium/chromium",
@@ -113,9 +122,12 @@ class Browser:
                 "or set CODESIGN_CHROMIUM to a Chromium binary",
             ) from e
 
-    async def context(self, viewport: str = "desktop") -> Any:
+    async def context(self, viewport: Any = "desktop", color_scheme: str | None = None) -> Any:
+        """A fresh context: a named viewport or any size (an object with width, height, mobile), and an
+        emulated ``prefers-color-scheme`` when given."""
         browser = await self.get()
-        return await browser.new_context(**VIEWPORTS[viewport], service_workers="block")
+        scheme = {"color_scheme": color_scheme} if color_scheme else {}
+        return await browser.new_context(**context_options(viewport), **scheme, service_workers="block")
 
     async def close(self) -> None:
         if self._browser is not None:

@@ -23,11 +23,31 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-Viewport = Literal["desktop", "mobile"]
+NamedViewport = Literal["desktop", "mobile"]
+# Which matches of a selector an assertion is about: the first (default), every one (at least one must
+# exist), or any one.
+Match = Literal["first", "every", "any"]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ViewportSize(_Strict):
+    """A viewport of any size: ``viewport: {width: 768, height: 1024}`` (``mobile: true`` for touch and the
+    mobile meta-viewport handling of the named ``mobile`` viewport)."""
+
+    width: int = Field(ge=200, le=4000)
+    height: int = Field(ge=200, le=4000)
+    mobile: bool = False
+
+
+Viewport = NamedViewport | ViewportSize
+
+
+def viewport_label(viewport: Viewport) -> str:
+    """The name evidence ids use: ``desktop``, ``mobile`` or ``768x1024``."""
+    return viewport if isinstance(viewport, str) else f"{viewport.width}x{viewport.height}"
 
 
 def _selector_shorthand(value: Any) -> Any:
@@ -115,6 +135,7 @@ class Text(_Strict):
     matches: str | None = None
     absent: str | None = None  # the text must NOT contain this
     ignore_case: bool = False
+    match: Match = "first"
 
     @model_validator(mode="after")
     def _one_comparison(self) -> Text:
@@ -141,6 +162,7 @@ class Value(_Strict):
 
 class Visible(_Strict):
     selector: str
+    match: Match = "first"
 
 
 class Hidden(_Strict):
@@ -169,6 +191,7 @@ class Style(_Strict):
     not_equals: str | None = None
     tolerance: float = Field(default=0.0, ge=0.0, le=1.0)
     pseudo: str | None = None
+    match: Match = "first"
 
     @model_validator(mode="after")
     def _one_comparison(self) -> Style:
@@ -183,6 +206,7 @@ class Attribute(_Strict):
     equals: str | None = None
     contains: str | None = None
     exists: bool | None = None
+    match: Match = "first"
 
 
 class Storage(_Strict):
@@ -222,6 +246,42 @@ class Role(_Strict):
     name: str | None = None
     exact: bool = False
     count: int | None = None  # default: at least one
+
+
+class Box(_Strict):
+    """An element's box (first match), in CSS pixels, compared with bounds and with other elements' boxes;
+    every comparison allows ``tolerance_px``."""
+
+    selector: str
+    inside: str | None = None  # contained in this element's box
+    outside: str | None = None  # not overlapping this element's box
+    same_width_as: str | None = None
+    same_height_as: str | None = None
+    min_width: float | None = None
+    max_width: float | None = None
+    min_height: float | None = None
+    max_height: float | None = None
+    tolerance_px: float = Field(default=1.0, ge=0)
+
+    @model_validator(mode="after")
+    def _some_comparison(self) -> Box:
+        if all(v is None for k, v in self.__dict__.items() if k not in ("selector", "tolerance_px")):
+            raise ValueError("box needs a comparison: inside, outside, same_width_as, same_height_as or a bound")
+        return self
+
+
+class Url(_Strict):
+    """The page's current address after the steps, relative to the app (``/cart?x=1#top``)."""
+
+    equals: str | None = None
+    contains: str | None = None
+    matches: str | None = None
+
+    @model_validator(mode="after")
+    def _one_comparison(self) -> Url:
+        if sum(v is not None for v in (self.equals, self.contains, self.matches)) != 1:
+            raise ValueError("url needs exactly one of equals / contains / matches")
+        return self
 
 
 class NoHorizontalOverflow(_Strict):
@@ -269,6 +329,8 @@ ASSERTIONS: dict[str, type[_Strict]] = {
     "no_horizontal_overflow": NoHorizontalOverflow,
     "source": Source,
     "title": Title,
+    "box": Box,
+    "url": Url,
 }
 _ASSERT_SELECTOR_SHORTHAND = {"visible", "hidden"}
 
@@ -284,6 +346,8 @@ def _single_key(kind: str, table: dict[str, type[_Strict]], shorthand: set[str])
             raise ValueError(f"unknown probe {kind} {name!r}; known: {', '.join(sorted(table))}")
         if name in shorthand:
             body = _selector_shorthand(body)
+        if name == "expect" and isinstance(body, list):  # the step form: - expect: [assertions]
+            body = {"checks": body}
         if body is None:
             body = {}
         return name, table[name].model_validate(body)
@@ -297,6 +361,16 @@ AssertionSpec = Annotated[
 ]
 
 
+class ExpectNow(_Strict):
+    """A step that checks assertions between other steps: ``- expect: [{text: ...}]``; when one does not
+    hold the probe stops there and FAILs with what was found and what was expected."""
+
+    checks: list[AssertionSpec] = Field(min_length=1)
+
+
+STEPS["expect"] = ExpectNow
+
+
 class Probe(_Strict):
     """Steps run in a fresh page (fresh storage) at ``route``/``viewport``, then every assertion is checked.
 
@@ -306,6 +380,7 @@ class Probe(_Strict):
 
     route: str = "/"
     viewport: Viewport = "desktop"
+    color_scheme: Literal["light", "dark"] | None = None  # emulated prefers-color-scheme (None: the default)
     steps: list[StepSpec] = Field(default_factory=list)
     expect: list[AssertionSpec] = Field(min_length=1)
     partial: bool = False
@@ -313,3 +388,8 @@ class Probe(_Strict):
     @property
     def needs_browser(self) -> bool:
         return any(name != "source" for name, _ in self.expect) or bool(self.steps)
+
+    @property
+    def needs_own_page(self) -> bool:
+        """Steps, an emulated colour scheme or a custom viewport: the shared evidence pages will not do."""
+        return bool(self.steps) or self.color_scheme is not None or not isinstance(self.viewport, str)
