@@ -10,7 +10,7 @@ from typing import Any
 from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Verdict
 from codesign.build import construct
 from codesign.evaluate import judge as judging
-from codesign.evaluate import probes
+from codesign.evaluate import probes, scripts
 from codesign.evaluate.audit import AuditViolation, audit
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.evaluate.judge import (
@@ -45,18 +45,20 @@ class ProbeEvaluator:
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(c: Criterion) -> CriterionVerdict:
-            if c.probe is None:
+            if not c.deterministic:
                 return CriterionVerdict(
                     c.id,
                     c.kind,
                     c.preserve,
                     Verdict.FAIL.value,
                     "none",
-                    "no deterministic probe; use an LLM evaluator to grade it",
+                    "no deterministic probe or script; use an LLM evaluator to grade it",
                     [],
                     "not_gradable",
                 )
             async with gate:
+                if c.script is not None:
+                    return await scripts.grade(c, task.dir, session)
                 return await probes.grade(c, session)
 
         return list(await asyncio.gather(*(one(c) for c in task.criteria)))
@@ -128,6 +130,8 @@ class LLMEvaluator:
 
         async def one(c: Criterion) -> CriterionVerdict:
             async with gate:
+                if self.use_probes and c.script is not None:
+                    return await scripts.grade(c, task.dir, session)
                 if self.use_probes and c.probe is not None:
                     return await probes.grade(c, session)
                 try:

@@ -122,7 +122,7 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
             task, task.reference_patch(), evaluator, browser, out_dir / task.id / "reference", node_cache
         )
         report.transient = report.transient or reference.transient
-        probed = {c.id for c in task.criteria if c.probe is not None}
+        probed = {c.id for c in task.criteria if c.deterministic}  # probes and scripts
         unsolved = [
             f"{v.criterion_id}: {v.reason}"
             for v in reference.verdicts

@@ -51,10 +51,14 @@ class Task:
 
     @property
     def criteria_hash(self) -> str:
-        """The criteria and their probes as parsed (YAML comments and layout do not count)."""
+        """The criteria and their probes as parsed (YAML comments and layout do not count), and the code of
+        their scripts."""
         import json
 
-        return hashlib.sha256(json.dumps([c.model_dump() for c in self.criteria], sort_keys=True).encode()).hexdigest()
+        scripts = {c.script.file: (self.dir / c.script.file).read_text() for c in self.criteria if c.script}
+        parsed = [c.model_dump() for c in self.criteria]
+        payload = [parsed, scripts] if scripts else parsed  # tasks without scripts keep their keys
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
     @property
     def id(self) -> str:
@@ -205,6 +209,16 @@ def load_task(task_dir: Path) -> Task:
             raise TaskError(task_id, MANIFEST, f"attachments.{i}.path: {att.path} is missing or empty")
     if not (task_dir / SOLUTION).is_file():
         raise TaskError(task_id, SOLUTION, "file is missing", "every task ships a reference minimal patch")
+    for c in criteria:
+        if c.script is None:
+            continue
+        script = task_dir / c.script.file
+        if not _inside(task_dir.resolve(), script) or Path(c.script.file).parts[0] in (APP_DIR, "attachments"):
+            raise TaskError(task_id, CRITERIA, f"{c.id}: script {c.script.file} must be in the task folder, "
+                            "outside app/ and attachments/ (the solver sees those)",
+                            "keep checks with the hidden material, e.g. checks/")  # fmt: skip
+        if not script.is_file():
+            raise TaskError(task_id, CRITERIA, f"{c.id}: script {c.script.file} is missing")
     return Task(manifest=manifest, criteria=criteria, dir=task_dir.resolve(), content_hash=tree_hash(task_dir))
 
 

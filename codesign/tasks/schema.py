@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from codesign.tasks.probes import Probe
+from codesign.tasks.probes import Probe, Viewport
 
 Track = Literal["ME", "RE"]
 Modality = Literal["image", "audio", "video", "document"]
@@ -93,12 +93,38 @@ class TaskManifest(_Strict):
         return self.attachments[0].modality if self.attachments else "text"
 
 
+class ScriptCheck(_Strict):
+    """A criterion graded by the task author's own Playwright code: an async Python function in a file kept
+    with the hidden material (never under app/). It is called with the keyword arguments it names among
+    ``page`` (loaded at ``route``), ``context``, ``base_url`` and ``expect`` (Playwright's assertions), and
+    holds unless it raises ``AssertionError`` (what ``expect`` raises) or returns False / ``(False, why)``."""
+
+    file: str = Field(pattern=r"^[^/].*\.py$")  # relative to the task folder, e.g. checks/theme.py
+    function: str = Field(default="check", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    route: str = "/"
+    viewport: Viewport = "desktop"
+    color_scheme: Literal["light", "dark"] | None = None
+    timeout_s: float = Field(default=60.0, gt=0, le=600)  # generous: a verdict must not depend on load
+
+
 class Criterion(_Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9_\-.]+$")
     text: str = Field(min_length=1)
     kind: CriterionKind
     preserve: bool = False  # True: the unmodified app already satisfies it and must keep doing so
     probe: Probe | None = None
+    script: ScriptCheck | None = None  # a Playwright script of the task author's (instead of a probe)
+
+    @model_validator(mode="after")
+    def _one_grader(self) -> Criterion:
+        if self.probe is not None and self.script is not None:
+            raise ValueError("a criterion has a probe or a script, not both")
+        return self
+
+    @property
+    def deterministic(self) -> bool:
+        """Graded exactly (a probe or a script), without an LLM."""
+        return self.probe is not None or self.script is not None
 
 
 class CriteriaFile(_Strict):

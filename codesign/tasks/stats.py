@@ -22,7 +22,7 @@ def task_rows(tasks: list[Task]) -> pl.DataFrame:
         rows.append({
             "task_id": t.id, "track": m.track, "modality": m.modality, "n_edit_types": len(m.labels.edit_types),
             "app": "single-page" if len(files) == 1 else f"multi-file ({m.environment.kind})",
-            "criteria": len(t.criteria), "probed": sum(c.probe is not None for c in t.criteria),
+            "criteria": len(t.criteria), "probed": sum(c.deterministic for c in t.criteria),
             "preserve": sum(c.preserve for c in t.criteria), "difficulty": m.labels.difficulty,
         })  # fmt: skip
     return pl.DataFrame(rows)
@@ -30,7 +30,7 @@ def task_rows(tasks: list[Task]) -> pl.DataFrame:
 
 def kind_rows(tasks: list[Task]) -> pl.DataFrame:
     return pl.DataFrame(
-        [{"track": t.track, "kind": c.kind, "probed": c.probe is not None} for t in tasks for c in t.criteria]
+        [{"track": t.track, "kind": c.kind, "probed": c.deterministic} for t in tasks for c in t.criteria]
     )
 
 

@@ -1,0 +1,145 @@
+"""Criteria graded by the task author's own Playwright scripts, in real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codesign.errors import TaskError
+from codesign.runner import run
+from codesign.tasks.loader import load_task
+from tests.conftest import gate_in
+from tests.helpers import compose_config
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PAGE = """<!doctype html><html><head><title>Shop</title></head><body>
+<h1>Shop</h1>
+<p class="note">Come again soon</p>
+<button id="add" onclick="n.textContent = Number(n.textContent) + 1">Add</button>
+<span id="n">0</span>
+</body></html>
+"""
+PATCH = """diff --git a/index.html b/index.html
+--- a/index.html
++++ b/index.html
+@@ -2,3 +2,3 @@
+ <h1>Shop</h1>
+-<p class="note">Come again soon</p>
++<p class="note">Thanks for visiting</p>
+ <button id="add" onclick="n.textContent = Number(n.textContent) + 1">Add</button>
+"""
+NOTE = """async def check(page, expect):
+    await expect(page.locator(".note")).to_have_text("Thanks for visiting")
+"""
+COUNTER = """async def check(page, expect):
+    add, count = page.locator("#add"), page.locator("#n")
+    await add.click()
+    await expect(count).to_have_text("1")  # a check between steps
+    await add.click()
+    await expect(count).to_have_text("2")
+    a, b = await add.bounding_box(), await count.bounding_box()
+    return a["x"] + a["width"] <= b["x"] + 1, f"the button ends at {a['x'] + a['width']}, the count starts at {b['x']}"
+"""
+CRITERIA = """criteria:
+  - id: note-text
+    text: The note says "Thanks for visiting".
+    kind: content
+    script: {file: checks/note.py}
+  - id: counter-works
+    text: Add still counts, and the count sits right of the button.
+    kind: interaction
+    preserve: true
+    script: {file: checks/counter.py}
+"""
+
+
+def make_task(root: Path, criteria: str = CRITERIA, **checks: str) -> Path:
+    task = root / "shop"
+    (task / "app").mkdir(parents=True)
+    (task / "solution").mkdir()
+    (task / "checks").mkdir()
+    (task / "task.yaml").write_text(
+        "id: shop\ntrack: ME\ntitle: Shop note\nrequest: 'Say \"Thanks for visiting\".'\n"
+        "labels: {capability: [ui_transformation]}\n"
+    )
+    (task / "criteria.yaml").write_text(criteria)
+    (task / "app" / "index.html").write_text(PAGE)
+    (task / "solution" / "solution.patch").write_text(PATCH)
+    for name, code in {"note": NOTE, "counter": COUNTER, **checks}.items():
+        (task / "checks" / f"{name}.py").write_text(code)
+    return root
+
+
+def verdicts(tmp_path: Path, root: Path, model: str) -> dict[str, dict]:
+    cfg = compose_config(f"model={model}", "evaluator=probe", "tasks=all", f"tasks.root={root}", "executor=inline",
+                         "tracker=none", f"store.root={tmp_path / 'store'}", "attribution.below=null")  # fmt: skip
+    out = tmp_path / f"run-{model}"
+    out.mkdir()
+    tables = run(cfg, out)
+    return {r["criterion_id"]: r for r in tables["verdicts"].iter_rows(named=True)}
+
+
+def test_scripts_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_path):
+    root = make_task(tmp_path / "suite")
+    oracle = verdicts(tmp_path, root, "oracle")
+    assert {k: v["verdict"] for k, v in oracle.items()} == {"note-text": "PASS", "counter-works": "PASS"}
+    assert oracle["counter-works"]["grader"] == "script"
+    noop = verdicts(tmp_path, root, "noop")
+    assert noop["counter-works"]["verdict"] == "PASS"
+    note = noop["note-text"]
+    assert note["verdict"] == "FAIL" and note["failure_category"] == "wrong"
+    assert "Thanks for visiting" in note["reason"] and "Come again soon" in note["reason"]  # expected and found
+    evals = list((tmp_path / "store" / "trials").glob("*/evals/*"))
+    assert any((e / "trace_counter-works.zip").stat().st_size > 0 for e in evals)  # the trace is kept
+    evidence = json.loads((evals[0] / "evidence.json").read_text())
+    actions = [i for i in evidence if i["id"] == "action:counter-works.1"]
+    assert actions and actions[0]["data"]["state_changed"]  # the clicks changed the page
+    code, out, _ = gate_in(tmp_path / "gate", f"tasks.root={root}")
+    assert code == 0, out
+
+
+def test_a_broken_script_is_an_evaluator_error_never_a_pass(tmp_path):
+    criteria = (
+        CRITERIA
+        + """  - id: buggy
+    text: Uses a helper that does not exist.
+    kind: content
+    script: {file: checks/buggy.py}
+  - id: refuses
+    text: Says why not.
+    kind: content
+    script: {file: checks/refuses.py}
+  - id: not-async
+    text: A plain function.
+    kind: content
+    script: {file: checks/plain.py}
+"""
+    )
+    root = make_task(tmp_path / "suite", criteria, buggy="async def check(page):\n    return undefined_helper(page)\n",
+                     refuses="async def check(page):\n    return False, 'the banner is missing'\n",
+                     plain="def check(page):\n    return True\n")  # fmt: skip
+    got = verdicts(tmp_path, root, "oracle")
+    assert got["buggy"]["verdict"] == "FAIL" and got["buggy"]["failure_category"] == "evaluator_error"
+    assert "NameError" in got["buggy"]["reason"]
+    assert got["refuses"]["verdict"] == "FAIL" and got["refuses"]["reason"] == "the banner is missing"
+    assert (
+        got["not-async"]["failure_category"] == "evaluator_error" and "no async function" in got["not-async"]["reason"]
+    )
+
+
+@pytest.mark.parametrize(("file", "problem"), [("app/check.py", "outside app/"), ("checks/none.py", "is missing")])
+def test_scripts_live_with_the_hidden_material(tmp_path, file, problem):
+    root = make_task(tmp_path / "suite", CRITERIA.replace("checks/note.py", file))
+    (root / "shop" / "app" / "check.py").write_text(NOTE)
+    with pytest.raises(TaskError, match=problem):
+        load_task(root / "shop")
+
+
+def test_editing_a_script_changes_the_evaluation_key(tmp_path):
+    root = make_task(tmp_path / "suite")
+    before = load_task(root / "shop").criteria_hash
+    (root / "shop" / "checks" / "note.py").write_text(NOTE.replace("Thanks", "Thank you"))
+    assert load_task(root / "shop").criteria_hash != before
