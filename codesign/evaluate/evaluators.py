@@ -10,7 +10,7 @@ from typing import Any
 from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Verdict
 from codesign.build import construct
 from codesign.evaluate import judge as judging
-from codesign.evaluate import probes, scripts
+from codesign.evaluate import probes, scripts, specs
 from codesign.evaluate.audit import AuditViolation, audit
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.evaluate.judge import (
@@ -43,8 +43,11 @@ class ProbeEvaluator:
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
         gate = asyncio.Semaphore(self.concurrency)
+        spec_verdicts = await specs.grade_specs(task, session, session.scratch_root)
 
         async def one(c: Criterion) -> CriterionVerdict:
+            if c.id in spec_verdicts:
+                return spec_verdicts[c.id]
             if not c.deterministic:
                 return CriterionVerdict(
                     c.id,
@@ -127,8 +130,11 @@ class LLMEvaluator:
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
         gate = asyncio.Semaphore(self.concurrency)
+        spec_verdicts = await specs.grade_specs(task, session, session.scratch_root) if self.use_probes else {}
 
         async def one(c: Criterion) -> CriterionVerdict:
+            if c.id in spec_verdicts:
+                return spec_verdicts[c.id]
             async with gate:
                 if self.use_probes and c.script is not None:
                     return await scripts.grade(c, task.dir, session)

@@ -65,6 +65,8 @@ class EvidenceSession:
     base_url: str
     out_dir: Path
     workspace: Path
+    node_cache: Path | None = None  # installed dependencies (spec runners use it like apps)
+    scratch_root: str | None = None
     items: dict[str, EvidenceItem] = field(default_factory=dict)
     pages: dict[tuple[str, str], LoadedPage] = field(default_factory=dict)
     timeouts: list[str] = field(default_factory=list)  # app timeouts met while grading: not stored as finished

@@ -109,7 +109,7 @@ class Browser:
             # implicit rule; Playwright's own `proxy` option would send loopback through it, so it is not used).
             self._black_hole = socket.socket()
             self._black_hole.bind(("127.0.0.1", 0))
-        proxy = f"--proxy-server=http://127.0.0.1:{self._black_hole.getsockname()[1]}"
+        proxy = self.proxy_arg()
         try:
             # Playwright gives a non-persistent launch its own fresh profile folder.
             self._browser = await self._pw.chromium.launch(
@@ -121,6 +121,11 @@ class Browser:
                 "run `make setup` (installs Debian's chromium or Playwright's browser), "
                 "or set CODESIGN_CHROMIUM to a Chromium binary",
             ) from e
+
+    def proxy_arg(self) -> str:
+        """The flag that sends every non-loopback request to the bound, never-listening socket (after get())."""
+        assert self._black_hole is not None, "launch the browser first"
+        return f"--proxy-server=http://127.0.0.1:{self._black_hole.getsockname()[1]}"
 
     async def context(self, viewport: Any = "desktop", color_scheme: str | None = None) -> Any:
         """A fresh context: a named viewport or any size (an object with width, height, mobile), and an

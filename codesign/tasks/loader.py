@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from codesign.errors import TaskError
-from codesign.tasks.schema import CriteriaFile, Criterion, TaskManifest
+from codesign.tasks.schema import CriteriaFile, Criterion, SpecRunner, TaskManifest
 
 MANIFEST, CRITERIA, APP_DIR, SOLUTION = "task.yaml", "criteria.yaml", "app", "solution/solution.patch"
 # Never part of a task's identity or of a solver's workspace diff.
@@ -36,6 +36,7 @@ class Task:
     criteria: list[Criterion]
     dir: Path
     content_hash: str  # the whole folder: what the task gate depends on
+    spec_runner: SpecRunner | None = None  # how spec criteria run (criteria.yaml)
 
     @property
     def solver_hash(self) -> str:
@@ -56,6 +57,8 @@ class Task:
         import json
 
         scripts = {c.script.file: (self.dir / c.script.file).read_text() for c in self.criteria if c.script}
+        if self.spec_runner is not None:  # the spec folder (specs, config, lockfile) and how it runs
+            scripts["spec_runner"] = [self.spec_runner.model_dump(), tree_hash(self.dir / self.spec_runner.dir)]
         parsed = [c.model_dump() for c in self.criteria]
         payload = [parsed, scripts] if scripts else parsed  # tasks without scripts keep their keys
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
@@ -192,7 +195,8 @@ def load_task(task_dir: Path) -> Task:
         )
     raw_criteria = _read_yaml(task_id, task_dir / CRITERIA)
     try:
-        criteria = CriteriaFile.model_validate(raw_criteria).criteria
+        criteria_file = CriteriaFile.model_validate(raw_criteria)
+        criteria = criteria_file.criteria
     except ValidationError as e:
         raise TaskError(task_id, CRITERIA, _validation_problem(e)) from None
     if not (task_dir / APP_DIR).is_dir():
@@ -219,7 +223,25 @@ def load_task(task_dir: Path) -> Task:
                             "keep checks with the hidden material, e.g. checks/")  # fmt: skip
         if not script.is_file():
             raise TaskError(task_id, CRITERIA, f"{c.id}: script {c.script.file} is missing")
-    return Task(manifest=manifest, criteria=criteria, dir=task_dir.resolve(), content_hash=tree_hash(task_dir))
+    runner = criteria_file.spec_runner
+    if runner is not None:
+        specs = task_dir / runner.dir
+        if not _inside(task_dir.resolve(), specs) or Path(runner.dir).parts[0] in (APP_DIR, "attachments"):
+            raise TaskError(task_id, CRITERIA, f"spec_runner.dir {runner.dir} must be in the task folder, outside "
+                            "app/ and attachments/ (the solver sees those)")  # fmt: skip
+        if not (specs / "package.json").is_file():
+            raise TaskError(task_id, CRITERIA, f"spec_runner.dir {runner.dir} has no package.json",
+                            "the spec folder declares @playwright/test (and a lockfile) like an app")  # fmt: skip
+        for c in criteria:
+            if c.spec and not (specs / c.spec.file).is_file():
+                raise TaskError(task_id, CRITERIA, f"{c.id}: spec file {runner.dir}/{c.spec.file} is missing")
+    return Task(
+        manifest=manifest,
+        criteria=criteria,
+        dir=task_dir.resolve(),
+        content_hash=tree_hash(task_dir),
+        spec_runner=runner,
+    )
 
 
 def load_suite(root: str | Path, include: list[str] | None = None) -> Suite:

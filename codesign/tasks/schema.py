@@ -107,6 +107,24 @@ class ScriptCheck(_Strict):
     timeout_s: float = Field(default=60.0, gt=0, le=600)  # generous: a verdict must not depend on load
 
 
+class SpecRef(_Strict):
+    """One Playwright test of the task's spec folder: its file (relative to the folder) and its title (the
+    test's own title, or the whole title path joined by `` > ``)."""
+
+    file: str
+    title: str
+
+
+class SpecRunner(_Strict):
+    """Playwright test specs kept with the hidden material (``spec:`` criteria): one ``playwright test`` run
+    per evaluation grades all of them, on codesign's Chromium, against codesign's served app."""
+
+    dir: str = Field(default="specs", pattern=r"^[^/]")  # in the task folder; package.json + lockfile
+    config: str | None = None  # the project's playwright config, relative to dir (its webServer is dropped)
+    timeout_s: float = Field(default=30.0, gt=0, le=600)  # per test (Web-Bench's evaluation setting: 30 s)
+    expect_timeout_s: float = Field(default=10.0, gt=0, le=120)  # per expect() assertion
+
+
 class Criterion(_Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9_\-.]+$")
     text: str = Field(min_length=1)
@@ -114,21 +132,29 @@ class Criterion(_Strict):
     preserve: bool = False  # True: the unmodified app already satisfies it and must keep doing so
     probe: Probe | None = None
     script: ScriptCheck | None = None  # a Playwright script of the task author's (instead of a probe)
+    spec: SpecRef | None = None  # a test of the task's Playwright spec files (criteria.yaml's spec_runner)
 
     @model_validator(mode="after")
     def _one_grader(self) -> Criterion:
-        if self.probe is not None and self.script is not None:
-            raise ValueError("a criterion has a probe or a script, not both")
+        if sum(g is not None for g in (self.probe, self.script, self.spec)) > 1:
+            raise ValueError("a criterion has one of probe, script or spec")
         return self
 
     @property
     def deterministic(self) -> bool:
-        """Graded exactly (a probe or a script), without an LLM."""
-        return self.probe is not None or self.script is not None
+        """Graded exactly (a probe, a script or a spec test), without an LLM."""
+        return self.probe is not None or self.script is not None or self.spec is not None
 
 
 class CriteriaFile(_Strict):
     criteria: list[Criterion] = Field(min_length=1)
+    spec_runner: SpecRunner | None = None  # required when a criterion names a spec test
+
+    @model_validator(mode="after")
+    def _runner_for_specs(self) -> CriteriaFile:
+        if self.spec_runner is None and any(c.spec for c in self.criteria):
+            raise ValueError("criteria name spec tests but there is no spec_runner block (its dir, config)")
+        return self
 
     @field_validator("criteria")
     @classmethod

@@ -1,0 +1,88 @@
+"""Criteria graded by Playwright test specs: one `playwright test` run per evaluation, on codesign's Chromium."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import gate_in
+from tests.helpers import REPO
+from tests.test_scripts import make_task, verdicts
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+SPEC = """import { test, expect } from '@playwright/test';
+
+test('the note thanks the visitor', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.locator('.note')).toHaveText('Thanks for visiting');
+});
+
+test.describe('counter', () => {
+  test('counts clicks, right of the button', async ({ page }) => {
+    await page.goto('/');
+    await page.locator('#add').click();
+    await expect(page.locator('#n')).toHaveText('1');  // a check between steps
+    await page.locator('#add').click({ button: 'right' });  // a right-click adds nothing
+    await expect(page.locator('#n')).toHaveText('1');
+    const a = await page.locator('#add').boundingBox();
+    const b = await page.locator('#n').boundingBox();
+    expect(a.x + a.width).toBeLessThanOrEqual(b.x + 1);  // geometry
+  });
+});
+"""
+# The project's own config serves the app itself; codesign drops that and points baseURL at its server.
+CONFIG = (
+    "module.exports = { webServer: { command: 'exit 1', port: 3999 }, use: { baseURL: 'http://localhost:3999' } };\n"
+)
+CRITERIA = """spec_runner: {dir: specs, config: playwright.config.js}
+criteria:
+  - id: note-text
+    text: The note says "Thanks for visiting".
+    kind: content
+    spec: {file: shop.spec.js, title: "the note thanks the visitor"}
+  - id: counter-works
+    text: Add still counts, and the count sits right of the button.
+    kind: interaction
+    preserve: true
+    spec: {file: shop.spec.js, title: "counter > counts clicks, right of the button"}
+"""
+
+
+def spec_task(root: Path, criteria: str = CRITERIA, config: str = CONFIG) -> Path:
+    make_task(root, criteria)
+    specs = root / "shop" / "specs"
+    shutil.copytree(REPO / "tests" / "fixtures" / "spec_runner", specs)  # @playwright/test and its lockfile
+    (specs / "shop.spec.js").write_text(SPEC)
+    (specs / "playwright.config.js").write_text(config)
+    return root
+
+
+def test_specs_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_path):
+    root = spec_task(tmp_path / "suite")
+    oracle = verdicts(tmp_path, root, "oracle")
+    assert {k: v["verdict"] for k, v in oracle.items()} == {"note-text": "PASS", "counter-works": "PASS"}, oracle
+    assert oracle["note-text"]["grader"] == "spec"
+    noop = verdicts(tmp_path, root, "noop")
+    assert noop["counter-works"]["verdict"] == "PASS"
+    note = noop["note-text"]
+    assert note["verdict"] == "FAIL" and note["failure_category"] == "wrong"
+    assert "Thanks for visiting" in note["reason"] and "Come again soon" in note["reason"]  # Playwright's message
+    evals = list((tmp_path / "store" / "trials").glob("*/evals/*"))
+    assert any((e / "spec_note-text_trace.zip").is_file() for e in evals)  # a failure keeps its trace
+    code, out, _ = gate_in(tmp_path / "gate", f"tasks.root={root}")
+    assert code == 0, out
+
+
+def test_a_runner_that_crashes_or_a_test_that_does_not_exist_is_an_evaluator_error(tmp_path):
+    renamed = CRITERIA.replace("the note thanks the visitor", "no such test")
+    got = verdicts(tmp_path, spec_task(tmp_path / "a", renamed), "oracle")
+    assert got["note-text"]["failure_category"] == "evaluator_error" and "did not run" in got["note-text"]["reason"]
+    assert got["counter-works"]["verdict"] == "PASS"
+    crashed = verdicts(tmp_path / "b", spec_task(tmp_path / "b" / "suite", config="throw new Error('bad config');\n"),
+                       "oracle")  # fmt: skip
+    assert {v["verdict"] for v in crashed.values()} == {"FAIL"}
+    assert {v["failure_category"] for v in crashed.values()} == {"evaluator_error"}
+    assert "no report" in crashed["note-text"]["reason"]
