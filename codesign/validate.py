@@ -1,8 +1,9 @@
-"""The validation gate for task authors: ``python -m codesign.validate [tasks=all]``.
+"""The validation gate for task authors: ``python -m codesign.validate [--repeat K] [tasks=all] [overrides]``.
 
 Runs ``codesign.evaluate.gate`` on every selected task — integrity, install/build, launch/render,
-solvability, discrimination — prints a per-task report, writes it as parquet, and exits non-zero on
-any failure.
+solvability, discrimination — prints a per-task report with warnings (criteria only an LLM can grade;
+with ``--repeat K`` criteria whose verdict on the reference changes over K runs), writes it as parquet,
+and exits non-zero on any failure.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from codesign.tasks.loader import Task
 from codesign.tasks.select import select_tasks
 
 
-async def validate(tasks: list[Task], node_cache: Path, out_dir: Path, concurrency: int = 3) -> list[TaskReport]:
+async def validate(tasks: list[Task], node_cache: Path, out_dir: Path, concurrency: int = 3,
+                   repeat: int = 1) -> list[TaskReport]:  # fmt: skip
     browser = Browser(os.environ.get("CODESIGN_CHROMIUM"))
     gate = asyncio.Semaphore(concurrency)
 
     async def one(task: Task) -> TaskReport:
         async with gate:
-            report = await validate_task(task, browser, node_cache, out_dir)
+            report = await validate_task(task, browser, node_cache, out_dir, repeat)
         print(f"{'ok  ' if report.ok else 'FAIL'} {task.id} ({report.wall_s:.1f}s)", flush=True)
         return report
 
@@ -39,19 +41,32 @@ async def validate(tasks: list[Task], node_cache: Path, out_dir: Path, concurren
 
 
 def main(argv: list[str] | None = None) -> int:
-    cfg = compose_cli(argv if argv is not None else sys.argv[1:], default_overrides=["tasks=all"])
+    args = list(argv if argv is not None else sys.argv[1:])
+    repeat = 1
+    if "--repeat" in args:
+        i = args.index("--repeat")
+        try:
+            repeat = int(args[i + 1])
+        except (IndexError, ValueError):
+            raise SystemExit("--repeat takes a number of reference runs, e.g. --repeat 3") from None
+        if repeat < 1:
+            raise SystemExit("--repeat takes a number ≥ 1")
+        del args[i : i + 2]
+    cfg = compose_cli(args, default_overrides=["tasks=all"])
     selection = select_tasks(cfg.tasks)
     out_dir = Path("outputs") / "validate" / time.strftime("%Y-%m-%d_%H-%M-%S")
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    reports = asyncio.run(validate(selection.tasks, Path(cfg.paths.node_cache).expanduser(), out_dir))
+    reports = asyncio.run(validate(selection.tasks, Path(cfg.paths.node_cache).expanduser(), out_dir, repeat=repeat))
     for error in selection.errors:
         r = TaskReport(error.task_id)
         r.fail("integrity", str(error))
         reports.append(r)
-    rows = [{"task_id": r.task_id, "track": r.track, "ok": r.ok, **r.steps, "wall_s": r.wall_s} for r in reports]
+    rows = [{"task_id": r.task_id, "track": r.track, "ok": r.ok, **r.steps, "wall_s": r.wall_s,
+             "warnings": r.warnings} for r in reports]  # fmt: skip
     frame = pl.DataFrame(rows, schema={"task_id": pl.String, "track": pl.String, "ok": pl.Boolean,
-                                        **dict.fromkeys(STEPS, pl.String), "wall_s": pl.Float64})  # fmt: skip
+                                        **dict.fromkeys(STEPS, pl.String), "wall_s": pl.Float64,
+                                        "warnings": pl.List(pl.String)})  # fmt: skip
     frame.write_parquet(out_dir / "validation.parquet")
     print()
     for r in sorted(reports, key=lambda r: r.task_id):
@@ -59,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         for step in STEPS:
             if r.steps.get(step, "ok") != "ok":
                 print(f"    {step:15} {r.steps[step]}")
+        for warning in r.warnings:
+            print(f"    warning         {warning}")
     failed = sum(not r.ok for r in reports)
     print(f"\n{len(reports) - failed}/{len(reports)} tasks pass the gate in {time.monotonic() - start:.1f}s; "
           f"report: {out_dir / 'validation.parquet'}")  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from codesign.errors import TaskError
@@ -143,3 +144,28 @@ def test_editing_a_script_changes_the_evaluation_key(tmp_path):
     before = load_task(root / "shop").criteria_hash
     (root / "shop" / "checks" / "note.py").write_text(NOTE.replace("Thanks", "Thank you"))
     assert load_task(root / "shop").criteria_hash != before
+
+
+def test_the_gate_warns_about_criteria_only_an_llm_can_grade_and_flaky_ones(tmp_path):
+    """--repeat 3 grades the reference three times: a script whose verdict alternates is flagged FLAKY."""
+    counter = tmp_path / "runs.txt"
+    flaky = (f"from pathlib import Path\nasync def check(page):\n    f = Path({str(counter)!r})\n"
+             "    n = int(f.read_text()) + 1 if f.exists() else 1\n"
+             "    f.write_text(str(n))\n    return n % 2 == 1\n")  # fmt: skip
+    criteria = (
+        CRITERIA
+        + """  - id: alternates
+    text: Passes every other time.
+    kind: content
+    script: {file: checks/flaky.py}
+  - id: looks-friendly
+    text: The shop looks friendly.
+    kind: visual
+"""
+    )
+    root = make_task(tmp_path / "suite", criteria, flaky=flaky)
+    _, out, folder = gate_in(tmp_path / "gate", f"tasks.root={root}", "--repeat", "3")
+    assert "warning         looks-friendly: no probe, script or spec" in out
+    assert "alternates: FLAKY on the reference" in out
+    warnings = pl.read_parquet(folder / "validation.parquet")["warnings"][0].to_list()
+    assert any("FLAKY" in w for w in warnings) and any("looks-friendly" in w for w in warnings)

@@ -34,6 +34,7 @@ class TaskReport:
     # Set when a step could not be decided for a passing reason (a crash, an unreachable registry, an app
     # timeout): the report says nothing certain about the task, so it is retried and never cached.
     transient: str = ""
+    warnings: list[str] = field(default_factory=list)  # not failures: criteria only an LLM can grade, flakiness
 
     @property
     def ok(self) -> bool:
@@ -88,8 +89,11 @@ def integrity(task: Task) -> str | None:
     return None
 
 
-async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir: Path) -> TaskReport:
+async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir: Path, repeat: int = 1) -> TaskReport:
+    """``repeat`` > 1 grades the reference that many times and warns about criteria whose verdict changes."""
     report = TaskReport(task.id, task.track)
+    report.warnings += [f"{c.id}: no probe, script or spec — only an LLM evaluator can grade it"
+                        for c in task.criteria if not c.deterministic]  # fmt: skip
     start = time.monotonic()
     try:
         problem = await asyncio.to_thread(integrity, task)
@@ -122,7 +126,15 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
             task, task.reference_patch(), evaluator, browser, out_dir / task.id / "reference", node_cache
         )
         report.transient = report.transient or reference.transient
-        probed = {c.id for c in task.criteria if c.deterministic}  # probes and scripts
+        seen = {v.criterion_id: [v.verdict] for v in reference.verdicts}
+        for k in range(2, repeat + 1):
+            again = await evaluate_patch(task, task.reference_patch(), evaluator, browser,
+                                         out_dir / task.id / f"reference-{k}", node_cache)  # fmt: skip
+            for v in again.verdicts:
+                seen[v.criterion_id].append(v.verdict)
+        report.warnings += [f"{cid}: FLAKY on the reference — {', '.join(vs)} over {len(vs)} runs"
+                            for cid, vs in seen.items() if len(set(vs)) > 1]  # fmt: skip
+        probed = {c.id for c in task.criteria if c.deterministic}  # probes, scripts and spec tests
         unsolved = [
             f"{v.criterion_id}: {v.reason}"
             for v in reference.verdicts
