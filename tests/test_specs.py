@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -72,6 +73,9 @@ def test_specs_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_p
     assert "Thanks for visiting" in note["reason"] and "Come again soon" in note["reason"]  # Playwright's message
     evals = list((tmp_path / "store" / "trials").glob("*/evals/*"))
     assert any((e / "spec_note-text_trace.zip").is_file() for e in evals)  # a failure keeps its trace
+    report = (tmp_path / "run-noop" / "report.html").read_text()
+    href = re.search(r'href="([^"]*spec_note-text_trace\.zip)"', report).group(1)  # ... linked from the report
+    assert (tmp_path / "run-noop" / href).resolve().is_file()
     code, out, _ = gate_in(tmp_path / "gate", f"tasks.root={root}")
     assert code == 0, out
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import io
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,24 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
         if shot is not None and shot.path and r.eval_key:
             image = _thumbnail(store_root / "trials" / r.trial_key / "evals" / r.eval_key / shot.path)
         n_pass = sum(v.verdict == "PASS" for v in verdicts)
+        # Traces and screenshots of scripts and spec tests: linked (relative to this report), not embedded.
+        kept = {
+            e.id: e for e in evidence if e.kind in ("trace", "screenshot") and e.path and not e.id.startswith("shot:/")
+        }
+        files: dict[str, list[tuple[str, str]]] = {}
+        if r.eval_key:
+            folder = store_root / "trials" / r.trial_key / "evals" / r.eval_key
+            for v in verdicts:
+                for eid in v.evidence_ids:
+                    if eid in kept:
+                        href = os.path.relpath(folder / str(kept[eid].path), out_dir)
+                        files.setdefault(v.criterion_id, []).append((kept[eid].kind, href))
         t = r.telemetry
         trials.append({
             "task_id": r.task_id,
             "cell": " · ".join(f"{k}={v}" for k, v in r.cell.items() if k != "run"),
             "headline": f"{n_pass}/{len(verdicts)} PASS" if r.status == "ok" else f"{r.status}: {r.message[:200]}",
-            "verdicts": verdicts, "image": image, "attribution": r.attribution,
+            "verdicts": verdicts, "image": image, "attribution": r.attribution, "files": files,
             "telemetry": (f"exit {t.exit_status} · {t.turns} turns · {sum(t.tool_calls.values())} tool calls · "
                           f"{t.input_tokens + t.output_tokens} tokens · ${t.cost_usd:.4f} ({t.cost_source}) · "
                           f"{t.wall_s:.1f} s") if t else "",
