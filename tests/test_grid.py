@@ -136,7 +136,7 @@ def test_the_alias_and_experiments_are_multiruns():
 
 
 def test_endpoint_limits_cover_solvers_judges_and_verifiers():
-    from codesign.execute.limits import endpoint_key, endpoint_limits
+    from codesign.solve.models.limits import endpoint_key, endpoint_limits
 
     model = {"_target_": "codesign.solve.models.litellm_model.LitellmModel", "model": "openai/x", "api_base": None}
     specs = [

@@ -207,9 +207,14 @@ async def _over_matches(page: Any, selector: str, mode: str, one: Any) -> Check:
     return Check(bool(passed), detail)
 
 
+async def _box(page: Any, selector: str) -> dict[str, float] | None:
+    """The first match's bounding box (None: nothing matches, or it is not rendered)."""
+    el = await _first(page, selector)
+    return await el.bounding_box() if el else None
+
+
 async def _check_box(page: Any, a: P.Box) -> Check:
-    el = await _first(page, a.selector)
-    box = await el.bounding_box() if el else None
+    box = await _box(page, a.selector)
     if box is None:
         return Check(False, f"{a.selector} is not rendered", missing=True)
     t, ok = a.tolerance_px, True
@@ -223,8 +228,7 @@ async def _check_box(page: Any, a: P.Box) -> Check:
                             ("same_height_as", a.same_height_as)):  # fmt: skip
         if other is None:
             continue
-        o = await _first(page, other)
-        ob = await o.bounding_box() if o else None
+        ob = await _box(page, other)
         if ob is None:
             return Check(False, f"{other} is not rendered", missing=True)
         holds = {
@@ -254,16 +258,14 @@ def _compare_value(value: str | None, equals: str | None, contains: str | None, 
 
 
 async def _check_position(page: Any, a: P.Position) -> Check:
-    el = await _first(page, a.selector)
-    box = await el.bounding_box() if el else None
+    box = await _box(page, a.selector)
     if box is None:
         return Check(False, f"{a.selector} is not rendered", missing=True)
     details, ok = [f"{a.selector} at x={box['x']:.0f} y={box['y']:.0f}"], True
     for relation, other in (("left_of", a.left_of), ("right_of", a.right_of), ("above", a.above), ("below", a.below)):
         if other is None:
             continue
-        o = await _first(page, other)
-        ob = await o.bounding_box() if o else None
+        ob = await _box(page, other)
         if ob is None:
             return Check(False, f"{other} is not rendered", missing=True)
         holds = {

@@ -19,7 +19,7 @@ from pydantic import Field
 from codesign._types import Count, NonNegative, TrialRecord, TrialStatus
 from codesign.errors import EnvironmentSetupError
 from codesign.execute import Budget
-from codesign.execute.limits import endpoint_limits, start_slot_keepers
+from codesign.solve.models.limits import endpoint_limits, start_slot_keepers
 
 
 class TrialWorker:

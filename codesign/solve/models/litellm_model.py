@@ -19,7 +19,7 @@ from typing import Any
 from codesign._protocols import ModelReply
 from codesign._types import Count, NonNegative, Seconds, Usage
 from codesign.errors import ConfigError
-from codesign.execute.limits import endpoint_slot
+from codesign.solve.models.limits import endpoint_slot
 
 log = logging.getLogger(__name__)
 
