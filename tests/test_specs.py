@@ -90,3 +90,39 @@ def test_a_runner_that_crashes_or_a_test_that_does_not_exist_is_an_evaluator_err
     assert {v["verdict"] for v in crashed.values()} == {"FAIL"}
     assert {v["failure_category"] for v in crashed.values()} == {"evaluator_error"}
     assert "no report" in crashed["note-text"]["reason"]
+
+
+def test_specs_get_the_environment_they_name_the_workspace_and_vendored_helpers(tmp_path):
+    """As Web-Bench's specs do: a helper library resolved through NODE_PATH, and a check that reads the
+    candidate's source tree through an environment variable."""
+    helper = "exports.exists = (root, file) => require('fs').existsSync(require('path').join(root, file));\n"
+    spec = """const { test, expect } = require('@playwright/test');
+const { exists } = require('shop-util');
+test('the page is index.html', async ({ page }) => {
+  expect(exists(process.env.SHOP_ROOT, 'index.html')).toBe(true);
+  expect(exists(process.env.SHOP_ROOT, 'missing.html')).toBe(false);
+  await page.goto('/index.html');
+  await expect(page.locator('h1')).toHaveText('Shop');
+});
+"""
+    criteria = """spec_runner:
+  dir: specs
+  env: {SHOP_ROOT: "{workspace}", NODE_PATH: "{specs}/libraries"}
+criteria:
+  - id: source-and-page
+    text: The shop page is index.html and shows its heading.
+    kind: source
+    preserve: true
+    spec: {file: env.spec.js, title: "the page is index.html"}
+"""
+    root = spec_task(tmp_path / "suite", criteria)
+    specs = root / "shop" / "specs"
+    (specs / "env.spec.js").write_text(spec)
+    (specs / "libraries" / "shop-util").mkdir(parents=True)
+    (specs / "libraries" / "shop-util" / "index.js").write_text(helper)
+    got = verdicts(tmp_path, root, "noop")["source-and-page"]
+    assert got["verdict"] == "PASS", got["reason"]
+    (root / "shop" / "criteria.yaml").write_text(criteria.replace("{workspace}", "{nowhere}"))
+    (tmp_path / "b").mkdir()
+    bad = verdicts(tmp_path / "b", root, "noop")["source-and-page"]
+    assert bad["failure_category"] == "evaluator_error" and "spec_runner.env" in bad["reason"]

@@ -162,6 +162,12 @@ async def grade_specs(
         args = [*CHROMIUM_ARGS, session.browser.proxy_arg()]
         write_config(work, task, session.base_url, find_chromium(session.browser.executable), args)
         env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")} | {"CI": "1"}
+        places = {"workspace": str(session.workspace), "specs": str(work), "base_url": session.base_url}
+        try:
+            env |= {k: v.format(**places) for k, v in runner.env.items()}
+        except (KeyError, ValueError) as e:
+            reason = f"spec_runner.env: {e!r} is not one of {{workspace}}, {{specs}}, {{base_url}}"
+            return {c.id: verdict(c, Verdict.FAIL, reason, [], "evaluator_error") for c in wanted}
         files = sorted({c.spec.file for c in wanted if c.spec})
         proc = await asyncio.to_thread(_run, work, files, env)
         session.write("spec-runner.log", proc.stdout[-20000:])

@@ -123,6 +123,9 @@ class SpecRunner(_Strict):
     config: str | None = None  # the project's playwright config, relative to dir (its webServer is dropped)
     timeout_s: float = Field(default=30.0, gt=0, le=600)  # per test (Web-Bench's evaluation setting: 30 s)
     expect_timeout_s: float = Field(default=10.0, gt=0, le=120)  # per expect() assertion
+    # Environment of the run; values may name {workspace} (the candidate's final source tree, for specs that
+    # check files), {specs} (the spec folder's copy) and {base_url}: e.g. NODE_PATH: "{specs}/libraries".
+    env: dict[str, str] = Field(default_factory=dict)
 
 
 class Criterion(_Strict):
