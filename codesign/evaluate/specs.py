@@ -121,6 +121,14 @@ def parse_report(report: dict[str, Any]) -> dict[tuple[str, str], SpecResult]:
     return found
 
 
+def _lookup(results: dict[tuple[str, str], SpecResult], file: str, title: str) -> SpecResult:
+    """The report names files relative to the config's testDir; criteria name them relative to the spec folder
+    (``test/task-1.spec.js``): the report's name is then a suffix of the criterion's."""
+    if (file, title) in results:
+        return results[(file, title)]
+    return next((r for (f, t), r in results.items() if t == title and file.endswith("/" + f)), SpecResult("missing"))
+
+
 def _run(folder: Path, files: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     cli = folder / "node_modules" / "@playwright" / "test" / "cli.js"
     command = ["node", str(cli), "test", "--config", "codesign.config.mjs", *files]
@@ -181,7 +189,7 @@ async def grade_specs(
         out: dict[str, CriterionVerdict] = {}
         for c in wanted:
             assert c.spec is not None
-            r = results.get((c.spec.file, c.spec.title)) or SpecResult("missing")
+            r = _lookup(results, c.spec.file, c.spec.title)
             cited = [log_id, session.add(EvidenceItem(f"action:{c.id}.1", "action", "/", "desktop", data={
                 "step": "spec", "args": {"file": c.spec.file, "title": c.spec.title}, "ok": r.status != "missing",
                 "status": r.status, "steps": r.steps or [], "state_changed": bool(r.steps)}))]  # fmt: skip

@@ -1,0 +1,1 @@
+"""Importers that turn other benchmarks into codesign task suites."""
