@@ -104,7 +104,8 @@ def list_tests(specs: Path, files: list[str], node_cache: Path) -> list[tuple[st
             walk(child, [*path, child["title"]], file)
 
     for top in report.get("suites", []):
-        walk(top, [], "test/" + top.get("file", top.get("title", "")))
+        listed = top.get("file", top.get("title", ""))  # relative to the config's testDir: test/ or the root
+        walk(top, [], listed if (specs / listed).is_file() else f"test/{listed}")
     return found
 
 
