@@ -213,6 +213,18 @@ async def _box(page: Any, selector: str) -> dict[str, float] | None:
     return await el.bounding_box() if el else None
 
 
+async def _related(page: Any, relations: dict[str, str | None]) -> dict[str, tuple[str, dict[str, float]]] | str:
+    """Each named other element's box (relation → (selector, box)), or the selector of one not rendered."""
+    found = {}
+    for relation, other in relations.items():
+        if other is not None:
+            box = await _box(page, other)
+            if box is None:
+                return other
+            found[relation] = (other, box)
+    return found
+
+
 async def _check_box(page: Any, a: P.Box) -> Check:
     box = await _box(page, a.selector)
     if box is None:
@@ -224,13 +236,11 @@ async def _check_box(page: Any, a: P.Box) -> Check:
         if bound is not None:
             holds = box[size] >= bound - t if is_min else box[size] <= bound + t
             ok &= holds
-    for relation, other in (("inside", a.inside), ("outside", a.outside), ("same_width_as", a.same_width_as),
-                            ("same_height_as", a.same_height_as)):  # fmt: skip
-        if other is None:
-            continue
-        ob = await _box(page, other)
-        if ob is None:
-            return Check(False, f"{other} is not rendered", missing=True)
+    others = await _related(page, {"inside": a.inside, "outside": a.outside, "same_width_as": a.same_width_as,
+                                   "same_height_as": a.same_height_as})  # fmt: skip
+    if isinstance(others, str):
+        return Check(False, f"{others} is not rendered", missing=True)
+    for relation, (other, ob) in others.items():
         holds = {
             "inside": box["x"] >= ob["x"] - t
             and box["y"] >= ob["y"] - t
@@ -262,12 +272,10 @@ async def _check_position(page: Any, a: P.Position) -> Check:
     if box is None:
         return Check(False, f"{a.selector} is not rendered", missing=True)
     details, ok = [f"{a.selector} at x={box['x']:.0f} y={box['y']:.0f}"], True
-    for relation, other in (("left_of", a.left_of), ("right_of", a.right_of), ("above", a.above), ("below", a.below)):
-        if other is None:
-            continue
-        ob = await _box(page, other)
-        if ob is None:
-            return Check(False, f"{other} is not rendered", missing=True)
+    others = await _related(page, {"left_of": a.left_of, "right_of": a.right_of, "above": a.above, "below": a.below})
+    if isinstance(others, str):
+        return Check(False, f"{others} is not rendered", missing=True)
+    for relation, (other, ob) in others.items():
         holds = {
             "left_of": box["x"] + box["width"] <= ob["x"] + 1,
             "right_of": box["x"] >= ob["x"] + ob["width"] - 1,
