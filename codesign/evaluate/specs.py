@@ -129,6 +129,32 @@ def _lookup(results: dict[tuple[str, str], SpecResult], file: str, title: str) -
     return next((r for (f, t), r in results.items() if t == title and file.endswith("/" + f)), SpecResult("missing"))
 
 
+def link_node_modules(work: Path, modules: Path, packages: dict[str, str]) -> None:
+    """``work/node_modules``: the cached install, plus the spec folder's own ``packages`` linked in by name.
+    Node resolves a linked package's own imports from its real path, which lies inside ``work``, so it
+    finds the same ``@playwright/test`` the specs do."""
+    target = work / "node_modules"
+    if not packages:
+        target.symlink_to(modules, target_is_directory=True)
+        return
+    target.mkdir()
+    for entry in modules.iterdir():
+        (target / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    for name, folder in packages.items():
+        link = target / name
+        scope = link.parent
+        if scope != target and scope.is_symlink():  # a scope the install has too: link its packages one by one
+            installed = scope.resolve()
+            scope.unlink()
+            scope.mkdir()
+            for entry in installed.iterdir():
+                (scope / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+        scope.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            link.unlink()  # the spec folder's copy wins over an installed one of the same name
+        link.symlink_to(work / folder, target_is_directory=True)
+
+
 def _run(folder: Path, files: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     cli = folder / "node_modules" / "@playwright" / "test" / "cli.js"
     command = ["node", str(cli), "test", "--config", "codesign.config.mjs", *files]
@@ -165,7 +191,7 @@ async def grade_specs(
         except Exception as e:  # the spec folder's dependencies could not be installed: nothing is graded
             return {c.id: verdict(c, Verdict.FAIL, f"spec runner not installed: {e}"[:2000], [], "evaluator_error")
                     for c in wanted}  # fmt: skip
-        (work / "node_modules").symlink_to(modules, target_is_directory=True)
+        link_node_modules(work, modules, runner.packages)
         await session.browser.get()  # bound the black-hole proxy port the same way as codesign's own pages
         args = [*CHROMIUM_ARGS, session.browser.proxy_arg()]
         write_config(work, task, session.base_url, find_chromium(session.browser.executable), args)

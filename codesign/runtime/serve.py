@@ -42,7 +42,7 @@ def build_app(workspace: Path, env: Environment, node_cache: Path, sandbox: Sand
         modules = cached_node_modules(workspace, node_cache, env.install or NODE_INSTALL)
         hydrate_node_modules(workspace, modules, hardlink=True)
         log.append(f"dependencies from cache {modules.parent.name}")
-    command = env.build or (NODE_BUILD if env.kind == "node" else None)
+    command = NODE_BUILD if env.build is None and env.kind == "node" else env.build or None
     if command:
         result = sandbox.execute(command, timeout=env.build_timeout_s)
         log.append(f"$ {command}\n{result.output}")

@@ -71,6 +71,11 @@ def cached_node_modules(app_dir: Path, cache_root: Path, install: str = NODE_INS
                                env={"npm_config_cache": str(npm_cache)})  # fmt: skip
             box.check()
             result = box.execute(install, timeout=timeout_s)
+            if result.returncode != 0 and "--prefer-offline" in install and "notarget" in result.output.lower():
+                # A lockfile without `resolved` URLs sends npm to the package's metadata, and --prefer-offline
+                # trusts a cached copy older than the lockfile's version: ask the registry once more.
+                install = install.replace("--prefer-offline", "--prefer-online")
+                result = box.execute(install, timeout=timeout_s)
             if result.returncode != 0:
                 status = "timed out" if result.timed_out else f"exit code {result.returncode}"
                 raise EnvironmentSetupError(

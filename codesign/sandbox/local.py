@@ -320,7 +320,12 @@ class LocalSandbox:
             return f"serve command exited with {proc.returncode}: {command}\n{log.read_text(errors='replace')[-1500:]}"
 
         try:
-            wait_for_server(base, ready_path, ready_timeout_s, exited)
+            try:
+                wait_for_server(base, ready_path, ready_timeout_s, exited)
+            except ServeError as e:
+                if proc.poll() is None:  # still running but never answered: what it said is the clue
+                    raise ServeError(f"{e}; its output:\n{log.read_text(errors='replace')[-1500:]}") from None
+                raise
             yield base
         finally:
             kill_group(proc.pid)

@@ -201,8 +201,11 @@ def load_task(task_dir: Path) -> Task:
         raise TaskError(task_id, CRITERIA, _validation_problem(e)) from None
     if not (task_dir / APP_DIR).is_dir():
         raise TaskError(task_id, APP_DIR + "/", "app folder is missing", "put the pre-edit app in app/")
-    if not (task_dir / APP_DIR / "index.html").is_file():
-        raise TaskError(task_id, "app/index.html", "file is missing", "every app is entered via index.html")
+    app = task_dir / APP_DIR
+    if not (app / "index.html").is_file() and not any(
+        "node_modules" not in p.parts for p in app.rglob("*.html")
+    ):  # a Vite app may keep its pages under src/, a multi-page app may have no index.html
+        raise TaskError(task_id, "app/index.html", "file is missing", "an app is entered via an HTML page")
     _check_containment(task_id, task_dir)
     for i, att in enumerate(manifest.attachments):
         path = task_dir / att.path
@@ -232,6 +235,10 @@ def load_task(task_dir: Path) -> Task:
         if not (specs / "package.json").is_file():
             raise TaskError(task_id, CRITERIA, f"spec_runner.dir {runner.dir} has no package.json",
                             "the spec folder declares @playwright/test (and a lockfile) like an app")  # fmt: skip
+        for name, folder in runner.packages.items():
+            if not (specs / folder / "package.json").is_file():
+                raise TaskError(task_id, CRITERIA, f"spec_runner.packages: {name} has no package.json in "
+                                f"{runner.dir}/{folder}")  # fmt: skip
         for c in criteria:
             if c.spec and not (specs / c.spec.file).is_file():
                 raise TaskError(task_id, CRITERIA, f"{c.id}: spec file {runner.dir}/{c.spec.file} is missing")

@@ -14,6 +14,8 @@ A task folder::
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -55,7 +57,7 @@ class Serve(_Strict):
 class Environment(_Strict):
     kind: Literal["static", "node"] = "static"
     install: str | None = None  # node default: npm ci (cached by lockfile hash)
-    build: str | None = None  # node default: npm run build
+    build: str | Literal[False] | None = None  # node default: npm run build; false: nothing to build (a dev server)
     build_timeout_s: float = 300.0
     serve: Serve = Serve()
     routes: list[str] = Field(default_factory=lambda: ["/"], min_length=1)
@@ -126,6 +128,20 @@ class SpecRunner(_Strict):
     # Environment of the run; values may name {workspace} (the candidate's final source tree, for specs that
     # check files), {specs} (the spec folder's copy) and {base_url}: e.g. NODE_PATH: "{specs}/libraries".
     env: dict[str, str] = Field(default_factory=dict)
+    # Packages kept in the spec folder (name -> folder relative to dir), linked into node_modules beside the
+    # installed ones so both `require` and `import` find them (ES modules ignore NODE_PATH), e.g.
+    # {"@web-bench/test-util": "libraries/test-util"}.
+    packages: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("packages")
+    @classmethod
+    def _package_names(cls, packages: dict[str, str]) -> dict[str, str]:
+        for name, folder in packages.items():
+            if not re.fullmatch(r"(@[a-z0-9][\w.~-]*/)?[a-z0-9][\w.~-]*", name):
+                raise ValueError(f"{name!r} is not an npm package name")
+            if folder.startswith("/") or ".." in Path(folder).parts or Path(folder).parts[:1] == ("node_modules",):
+                raise ValueError(f"package {name}: {folder!r} must be a folder inside the spec folder")
+        return packages
 
 
 class Criterion(_Strict):

@@ -3,26 +3,35 @@
 Web-Bench (Apache-2.0) ships projects of 20 cumulative tasks, each checked by Playwright spec files. For task
 N (default 1) of each selected project this writes one task folder ``wb-<project>-task-<N>``:
 
-- ``app/``: the starting app, ``src-init/`` (plus the project's ``assets/``, which Web-Bench copies in);
+- ``app/``: the starting app. A project served as static files (``npx serve``) is ``src-init/`` itself
+  (plus the project's ``assets/``, which Web-Bench copies in). A project served by Vite keeps Web-Bench's
+  layout — the project root with its Vite config and ``src/`` = ``src-init/`` — with a generated
+  ``package.json`` (the test-only dependencies dropped, since Web-Bench resolves its test-util as a
+  ``workspace:*`` package) and a lockfile resolved by ``npm`` at import time, so every trial installs the same
+  versions; codesign serves it with its Vite dev server, as Web-Bench's own evaluation does.
 - ``task.yaml``: the task's description as the request (track RE, one edit type: Web-Bench tasks are
-  functional changes to an existing code base);
+  functional changes to an existing code base); routes are the starting app's HTML pages.
 - ``solution/solution.patch``: ``src-init`` → ``src`` (Web-Bench's reference after all tasks, which
-  passes every earlier task's specs since grading is cumulative);
-- ``specs/``: the project's ``test/`` folder and config, its test-util library vendored (resolved
-  through ``NODE_PATH``) and a pinned ``@playwright/test`` with a lockfile; ``criteria.yaml`` has one
-  criterion per test of ``init.spec.js`` (preservations: the starting app passes them) and of
-  ``task-1..N.spec.js`` (earlier tasks' tests are preservations too; task N's are the changes), listed by
-  ``playwright test --list`` — never by parsing JavaScript.
+  passes every earlier task's specs since grading is cumulative).
+- ``specs/``: the project's ``test/`` folder and config, its test-util library kept as a local package
+  (``spec_runner.packages``, so ``require`` and ES ``import`` both find it) and a pinned ``@playwright/test``
+  with a lockfile; ``criteria.yaml`` has one criterion per test of ``init.spec.js`` and of
+  ``task-1..N.spec.js``, listed by ``playwright test --list`` — never by parsing JavaScript. Tests of
+  ``init`` and earlier tasks are preservations; task N's are the changes, except those the starting app
+  already passes (run once on the baseline at import): they cannot tell a solution from no change, so they
+  are kept as preservations too (``--no-classify`` skips that run).
 
-Only projects served as static files (``npx serve``) are imported; the others are skipped with the reason
-(a Vite dev server, a database, a bundler task): codesign serves apps itself. Nothing of Web-Bench is
-shipped with codesign; point CHECKOUT at your own clone.
+Projects that need what codesign does not run (a database or full-stack server, a bundler task, files
+checked by a compiler with no page) are skipped with the reason. Nothing of Web-Bench is shipped with
+codesign; point CHECKOUT at your own clone.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -33,11 +42,18 @@ from typing import Any
 
 import yaml
 
+from codesign.evaluate.specs import link_node_modules
 from codesign.sandbox.dependencies import cached_node_modules
 from codesign.tasks.loader import load_task
 
 RUNNER = Path(__file__).with_name("webbench_runner")  # package.json + lockfile pinning @playwright/test
 UTIL = "@web-bench/test-util"
+TEST_ONLY = {UTIL, "@playwright/test", "serve"}  # the app's dependencies the app itself never uses
+NOT_APP = {"test", "test-utils", "src", "src-init", "assets", "tasks.jsonl", "tasks.yml", "readme.md",
+           "playwright.config.js", "package.json", ".evalignore", "node_modules"}  # fmt: skip
+# Web-Bench's solver sees only the sources folder; here it sees the project around it, so say where paths start.
+SOURCES_NOTE = "\n\n(The app's sources are in src/: file paths in this request are relative to src/.)"
+VITE_SERVE = "EVAL=1 node_modules/.bin/vite --port {port} --host 127.0.0.1 --strictPort"  # EVAL=1: no file watcher
 
 
 def read_tasks(project: Path) -> list[dict[str, Any]]:
@@ -47,19 +63,44 @@ def read_tasks(project: Path) -> list[dict[str, Any]]:
     return [{**t, "date": str(t.get("date"))} for t in yaml.safe_load((project / "tasks.yml").read_text())]
 
 
+def served_by(project: Path) -> str:
+    """The command Web-Bench's playwright config starts the app with."""
+    config = (project / "playwright.config.js").read_text()
+    command = re.search(r"command:\s*[`'\"]([^`'\"]*)", config)
+    return command.group(1).strip() if command else "?"
+
+
+def layout(project: Path) -> str:
+    """``static`` (served as files) or ``vite`` (served by Vite's dev server)."""
+    return "vite" if re.match(r"npx vite\b", served_by(project)) else "static"
+
+
+def pages(start: Path) -> list[str]:
+    """The routes of an app: its top-level HTML pages (``index.html`` is ``/``)."""
+    found = sorted(p.name for p in start.glob("*.html"))
+    return [("/" if f == "index.html" else f"/{f}") for f in sorted(found, key=lambda f: f != "index.html")]
+
+
 def why_not(project: Path) -> str | None:
     """None when codesign can import the project, else why not."""
     package = json.loads((project / "package.json").read_text())
     if not (package.get("eval") or {}).get("stable"):
         return "not marked stable by Web-Bench"
-    config = (project / "playwright.config.js").read_text()
-    command = re.search(r"command:\s*[`'\"]([^`'\"]*)", config)
-    served = command.group(1) if command else "?"
-    if "npx serve" not in served:
-        return f"served by `{served}` — only static projects (npx serve) are imported"
+    served = served_by(project)
+    if not re.match(r"(cp -r \S+ \S+ && )?npx (serve|vite)\b", served):
+        return f"served by `{served}` — only apps served as files (npx serve) or by Vite (npx vite) are imported"
     if not (project / "src-init").is_dir() or not (project / "src").is_dir():
         return "no src-init/ and src/"
+    if not pages(project / "src-init"):
+        return "src-init/ has no HTML page: its tests check files (e.g. with a compiler), not an app"
+    workspace = [k for k, v in _dependencies(package).items() if str(v).startswith("workspace:") and k != UTIL]
+    if workspace:
+        return f"depends on workspace packages codesign cannot resolve: {', '.join(workspace)}"
     return None
+
+
+def _dependencies(package: dict[str, Any]) -> dict[str, str]:
+    return {**package.get("dependencies", {}), **package.get("devDependencies", {})}
 
 
 def reference_patch(start: Path, final: Path) -> str:
@@ -79,16 +120,20 @@ def reference_patch(start: Path, final: Path) -> str:
                               capture_output=True, text=True).stdout  # fmt: skip
 
 
-def list_tests(specs: Path, files: list[str], node_cache: Path) -> list[tuple[str, str]]:
+def list_tests(specs: Path, files: list[str], packages: dict[str, str], node_cache: Path) -> list[tuple[str, str]]:
     """(file relative to the spec folder, title path) of every test in ``files``, from ``playwright --list``."""
     modules = cached_node_modules(specs, node_cache)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "specs"
         shutil.copytree(specs, work)
-        (work / "node_modules").symlink_to(modules, target_is_directory=True)
+        link_node_modules(work, modules, packages)
         cli = work / "node_modules" / "@playwright" / "test" / "cli.js"
-        env = {"PATH": "/usr/bin:/bin", "NODE_PATH": str(work / "libraries"), "IS_EVAL_PRODUCTION": "true",
-               "EVAL_PROJECT_ROOT": str(work), "HOME": tmp}  # fmt: skip
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "IS_EVAL_PRODUCTION": "true",
+            "EVAL_PROJECT_ROOT": str(work),
+            "HOME": tmp,
+        }
         proc = subprocess.run(["node", str(cli), "test", "--list", "--reporter=json", *files], cwd=work, env=env,
                               capture_output=True, text=True, timeout=300)  # fmt: skip
         try:
@@ -113,7 +158,48 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "test"
 
 
-def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Path) -> Path:
+def app_package(project: Path, name: str) -> dict[str, Any]:
+    """The Vite app's package.json: the project's, without what only Web-Bench's test runner uses."""
+    package = json.loads((project / "package.json").read_text())
+    app: dict[str, Any] = {"name": f"wb-{name}", "private": True, "version": package.get("version", "0.0.1")}
+    if "type" in package:
+        app["type"] = package["type"]
+    app["scripts"] = {"dev": "vite", "build": "vite build"}
+    for section in ("dependencies", "devDependencies"):
+        kept = {k: v for k, v in package.get(section, {}).items() if k not in TEST_ONLY}
+        if kept:
+            app[section] = kept
+    return app
+
+
+def lock(folder: Path) -> None:
+    """Resolve ``folder/package.json`` to a ``package-lock.json`` (needs the npm registry)."""
+    proc = subprocess.run(["npm", "install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund"],
+                          cwd=folder, capture_output=True, text=True, timeout=900)  # fmt: skip
+    if proc.returncode != 0:
+        errors = [line for line in proc.stderr.splitlines() if "ERR" in line][:8]
+        raise RuntimeError("npm could not resolve the dependencies: " + " | ".join(errors or [proc.stderr[-800:]]))
+
+
+def write_app(project: Path, name: str, app: Path, source: Path) -> None:
+    """The app folder with ``source`` as its sources (``src-init`` for the task, ``src`` for the reference)."""
+    assets = project / "assets"
+    if layout(project) == "static":
+        shutil.copytree(source, app)
+        if assets.is_dir():
+            shutil.copytree(assets, app / "assets", dirs_exist_ok=True)
+        return
+    app.mkdir(parents=True)
+    for entry in project.iterdir():
+        if entry.name not in NOT_APP:
+            (shutil.copytree if entry.is_dir() else shutil.copy2)(entry, app / entry.name)
+    (app / "package.json").write_text(json.dumps(app_package(project, name), indent=2) + "\n")
+    shutil.copytree(source, app / "src")
+    if assets.is_dir():
+        shutil.copytree(assets, app / "src" / "assets", dirs_exist_ok=True)
+
+
+def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Path, classify: bool = True) -> Path:
     project = checkout / "projects" / name
     task = next((t for t in read_tasks(project) if t["id"] == f"task-{n}"), None)
     if task is None:
@@ -121,43 +207,94 @@ def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Pat
     folder = out / f"wb-{name}-task-{n}"
     if folder.exists():
         shutil.rmtree(folder)
-    shutil.copytree(project / "src-init", folder / "app")
-    if (project / "assets").is_dir():
-        shutil.copytree(project / "assets", folder / "app" / "assets", dirs_exist_ok=True)
-    (folder / "solution").mkdir()
-    (folder / "solution" / "solution.patch").write_text(reference_patch(project / "src-init", project / "src"))
+    kind = layout(project)
+    write_app(project, name, folder / "app", project / "src-init")
+    if kind == "vite":
+        lock(folder / "app")
+    with tempfile.TemporaryDirectory() as tmp:  # the reference: the same app with src/ as its sources
+        final = Path(tmp) / "app"
+        write_app(project, name, final, project / "src")
+        if (folder / "app" / "package-lock.json").is_file():
+            shutil.copy2(folder / "app" / "package-lock.json", final / "package-lock.json")
+        (folder / "solution").mkdir()
+        (folder / "solution" / "solution.patch").write_text(reference_patch(folder / "app", final))
     specs = folder / "specs"
     shutil.copytree(RUNNER, specs)
-    shutil.copytree(project / "test", specs / "test")
+    package = json.loads((project / "package.json").read_text())
+    if "type" in package:  # the config and specs are ES modules in a "type": "module" project
+        runner_package = json.loads((specs / "package.json").read_text())
+        (specs / "package.json").write_text(json.dumps({**runner_package, "type": package["type"]}, indent=2) + "\n")
+    for material in ("test", "test-utils"):
+        if (project / material).is_dir():
+            shutil.copytree(project / material, specs / material)
     shutil.copy2(project / "playwright.config.js", specs / "playwright.config.js")
     util = checkout / "libraries" / "test-util"
-    (specs / "libraries" / UTIL).mkdir(parents=True)
-    shutil.copy2(util / "package.json", specs / "libraries" / UTIL / "package.json")
-    shutil.copytree(util / "src", specs / "libraries" / UTIL / "src")
+    shutil.copytree(util / "src", specs / "libraries" / "test-util" / "src")
+    shutil.copy2(util / "package.json", specs / "libraries" / "test-util" / "package.json")
+    packages = {UTIL: "libraries/test-util"}
+    root = "{workspace}" if kind == "static" else "{workspace}/src"  # Web-Bench's EVAL_PROJECT_ROOT: the sources
+    runner = {"dir": "specs", "config": "playwright.config.js", "timeout_s": 30,
+              "env": {"EVAL_PROJECT_ROOT": root, "IS_EVAL_PRODUCTION": "true"}, "packages": packages}  # fmt: skip
     files = [f"test/{f}" for f in ["init.spec.js", *(f"task-{k}.spec.js" for k in range(1, n + 1))]
              if (project / "test" / f).is_file()]  # fmt: skip
     criteria = []
-    for file, title in list_tests(specs, files, node_cache):
+    for file, title in list_tests(specs, files, packages, node_cache):
         change = file == f"test/task-{n}.spec.js"
         criteria.append({"id": f"{Path(file).name.removesuffix('.spec.js')}-{_slug(title)}", "text": title,
                          "kind": "interaction", "preserve": not change,
                          "spec": {"file": file, "title": title}})  # fmt: skip
+    if not any(not c["preserve"] for c in criteria):
+        raise ValueError(f"test/task-{n}.spec.js lists no test")
     ids = [c["id"] for c in criteria]
     for i, c in enumerate(criteria):  # two tests with one slug keep apart
         if ids.count(c["id"]) > 1:
             c["id"] += f"-{i}"
-    runner = {"dir": "specs", "config": "playwright.config.js", "timeout_s": 30,
-              "env": {"EVAL_PROJECT_ROOT": "{workspace}", "NODE_PATH": "{specs}/libraries",
-                      "IS_EVAL_PRODUCTION": "true"}}  # fmt: skip
-    (folder / "criteria.yaml").write_text(yaml.safe_dump({"spec_runner": runner, "criteria": criteria},
-                                                         sort_keys=False, allow_unicode=True, width=110))  # fmt: skip
+    routes = pages(project / "src-init")
+    environment: dict[str, Any] = {"kind": "static", "routes": routes}
+    if kind == "vite":
+        environment = {"kind": "node", "build": False, "routes": routes,
+                       "serve": {"command": VITE_SERVE, "ready_path": routes[0], "ready_timeout_s": 300}}  # fmt: skip
     manifest = {"id": folder.name, "track": "RE", "title": f"Web-Bench {name}, task {n}",
-                "request": task["description"].strip(), "environment": {"kind": "static", "routes": ["/"]},
+                "request": task["description"].strip() + (SOURCES_NOTE if kind == "vite" else ""),
+                "environment": environment,
                 "labels": {"capability": ["functional_implementation"], "categories": ["web-bench", name],
                            "edit_types": ["component"]}}  # fmt: skip
     (folder / "task.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True, width=110))
+    write_criteria(folder, runner, criteria)
     load_task(folder)  # the result must be a valid codesign task
+    if classify:
+        already = asyncio.run(passing_on_baseline(folder, node_cache))
+        for c in criteria:
+            if c["id"] in already and not c["preserve"]:
+                c["preserve"] = True
+                c["text"] += " (already true of the starting app: kept as a preservation)"
+        write_criteria(folder, runner, criteria)
+        if all(c["preserve"] for c in criteria):
+            raise ValueError(f"the starting app already passes every test of task-{n}: nothing to change")
     return folder
+
+
+def write_criteria(folder: Path, runner: dict[str, Any], criteria: list[dict[str, Any]]) -> None:
+    (folder / "criteria.yaml").write_text(yaml.safe_dump({"spec_runner": runner, "criteria": criteria},
+                                                         sort_keys=False, allow_unicode=True, width=110))  # fmt: skip
+
+
+async def passing_on_baseline(folder: Path, node_cache: Path) -> set[str]:
+    """Ids of the task's criteria the unmodified app passes, from one evaluation of the empty patch."""
+    from codesign.evaluate.evaluators import ProbeEvaluator
+    from codesign.evaluate.run import evaluate_patch
+    from codesign.runtime.browser import Browser
+
+    task = load_task(folder)
+    browser = Browser(os.environ.get("CODESIGN_CHROMIUM"))
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            baseline = await evaluate_patch(task, "", ProbeEvaluator(), browser, Path(tmp), node_cache)
+    finally:
+        await browser.close()
+    if baseline.message and all(v.failure_category == "build_failed" for v in baseline.verdicts):
+        raise RuntimeError(f"the starting app does not build: {baseline.message[:500]}")
+    return {v.criterion_id for v in baseline.verdicts if v.verdict == "PASS"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--projects", help="comma-separated project names (default: every importable one)")
     parser.add_argument("--task", type=int, default=1, help="which task of each project (default 1)")
     parser.add_argument("--node-cache", type=Path, default=Path("~/.cache/codesign/node_modules").expanduser())
+    parser.add_argument("--no-classify", dest="classify", action="store_false",
+                        help="do not run the starting app once to find task tests it already passes")  # fmt: skip
     args = parser.parse_args(argv)
     root = args.checkout / "projects"
     if not root.is_dir():
@@ -182,13 +321,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skip {name}: {reason}")
             continue
         try:
-            folder = import_project(args.checkout, name, args.out, args.task, args.node_cache)
+            folder = import_project(args.checkout, name, args.out, args.task, args.node_cache, args.classify)
         except Exception as e:
+            shutil.rmtree(args.out / f"wb-{name}-task-{args.task}", ignore_errors=True)  # no half-written task
             skipped += 1
             print(f"skip {name}: {type(e).__name__}: {e}")
             continue
         imported += 1
-        print(f"ok   {name} -> {folder}")
+        kept = sum("(already true of the starting app" in c.text for c in load_task(folder).criteria)
+        print(f"ok   {name} -> {folder}" + (f" ({kept} task test(s) already pass: preservations)" if kept else ""))
     print(f"{imported} imported, {skipped} skipped; next: python -m codesign.validate tasks=all tasks.root={args.out}")
     return 0 if imported else 1
 
