@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from codesign.runner import run
 from codesign.tasks.importers import webbench
 from tests.conftest import gate_in
-from tests.test_scripts import verdicts
+from tests.helpers import compose_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -66,6 +67,71 @@ test('add appends notes, right-click does not', async ({ page }) => {
 """
 
 
+# A Vite + React project in Web-Bench's layout: ES modules, vite root = EVAL_PROJECT_ROOT || 'src', tasks.yml.
+VITE_PACKAGE = {"name": "@web-bench/cards", "eval": {"stable": True}, "type": "module",
+                "dependencies": {"react": "19.3.1", "react-dom": "19.3.1"},  # the sample suite's versions
+                "devDependencies": {"@web-bench/test-util": "workspace:*", "@playwright/test": "^1.56.1",
+                                    "@vitejs/plugin-react": "6.3.0", "vite": "8.3.4"}}  # fmt: skip
+VITE_CONFIG = """import { defineConfig } from 'vite'
+import react from '@vitejs/plugin-react'
+const PROJECT_DIR = process.env.EVAL_PROJECT_ROOT || 'src'
+export default defineConfig({ root: PROJECT_DIR, plugins: [react()] })
+"""
+VITE_PLAYWRIGHT = """import { defineConfig } from '@playwright/test'
+const PORT = process.env.EVAL_PROJECT_PORT || 3211
+export default defineConfig({
+  testDir: './test',
+  timeout: process.env.IS_EVAL_PRODUCTION ? 30_000 : 2_000,
+  use: { baseURL: `http://localhost:${PORT}` },
+  webServer: { command: `npx vite --port ${PORT}`, url: `http://localhost:${PORT}` },
+})
+"""
+VITE_HTML = """<!doctype html><html><head><title>Cards</title></head><body><div id="root"></div>
+<script type="module" src="./index.jsx"></script></body></html>
+"""
+VITE_MAIN = """import { createRoot } from 'react-dom/client'
+import App from './App.jsx'
+createRoot(document.getElementById('root')).render(<App />)
+"""
+APP_START = 'export default function App() {\n  return <main className="deck"><h1>Cards</h1></main>\n}\n'
+APP_FINAL = """import { useState } from 'react'
+export default function App() {
+  const [cards, setCards] = useState([])
+  return (
+    <main className="deck">
+      <h1>Cards</h1>
+      <button className="deal" onClick={() => setCards([...cards, cards.length + 1])}
+              onContextMenu={(e) => e.preventDefault()}>deal</button>
+      <ul className="cards">{cards.map((c) => <li key={c}>card {c}</li>)}</ul>
+    </main>
+  )
+}
+"""
+VITE_INIT_SPEC = """import { test, expect } from '@playwright/test'
+test('deck heading', async ({ page }) => {
+  await page.goto('/')
+  await expect(page.locator('.deck h1')).toHaveText('Cards')
+})
+"""
+VITE_TASK_SPEC = """import { test, expect } from '@playwright/test'
+import { getOffset } from '@web-bench/test-util'
+test.beforeEach(async ({ page }) => { await page.goto('/') })
+test('deal sits below the heading', async ({ page }) => {
+  const heading = await getOffset(page, '.deck h1')
+  const deal = await getOffset(page, '.deal')
+  expect(deal.y).toBeGreaterThanOrEqual(heading.y + heading.height)
+})
+test('deal deals a card per click, right-click none', async ({ page }) => {
+  await page.locator('.deal').click()
+  await expect(page.locator('.cards li')).toHaveText(['card 1'])
+  await page.locator('.deal').click({ button: 'right' })
+  await expect(page.locator('.cards li')).toHaveCount(1)
+  await page.locator('.deal').click()
+  await expect(page.locator('.cards li')).toHaveCount(2)
+})
+"""
+
+
 def checkout(root: Path) -> Path:
     def put(path: str, text: str) -> None:
         (root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -86,27 +152,61 @@ def checkout(root: Path) -> Path:
     put(project + "src/index.js", SCRIPT_FINAL)
     put(project + "test/init.spec.js", INIT_SPEC)
     put(project + "test/task-1.spec.js", TASK_SPEC)
-    vite = "projects/with-vite/"  # served by a dev server: skipped with the reason
-    put(vite + "package.json", json.dumps({"name": "@web-bench/with-vite", "eval": {"stable": True}}))
-    put(vite + "playwright.config.js", CONFIG.replace("npx serve src -p ${PORT}", "npx vite --port ${PORT}"))
+    vite = "projects/cards/"
+    put(vite + "package.json", json.dumps(VITE_PACKAGE))
+    put(vite + "vite.config.js", VITE_CONFIG)
+    put(vite + "playwright.config.js", VITE_PLAYWRIGHT)
+    put(
+        vite + "tasks.yml",
+        "- id: init\n  date: 2025-05-12\n  description: A deck.\n"
+        "- id: task-1\n  date: 2025-05-12\n  description: >-\n    Add a 'deal' button (class "
+        "'deal') under the heading that adds 'card N' to a list (class 'cards') per click.\n",
+    )
+    for folder, app in (("src-init/", APP_START), ("src/", APP_FINAL)):
+        put(vite + folder + "index.html", VITE_HTML)
+        put(vite + folder + "index.jsx", VITE_MAIN)
+        put(vite + folder + "App.jsx", app)
+    put(vite + "test/init.spec.js", VITE_INIT_SPEC)
+    put(vite + "test/task-1.spec.js", VITE_TASK_SPEC)
+    server = "projects/with-server/"  # a full-stack server: skipped with the reason
+    put(server + "package.json", json.dumps({"name": "@web-bench/with-server", "eval": {"stable": True}}))
+    put(server + "playwright.config.js", CONFIG.replace("npx serve src -p ${PORT}", "npm run dev -- ${PORT}"))
     return root
 
 
-def test_a_web_bench_project_becomes_a_sound_task_graded_by_its_own_specs(tmp_path, capsys):
+def verdicts_by_task(tmp_path: Path, root: Path, model: str) -> dict[str, dict[str, dict]]:
+    cfg = compose_config(f"model={model}", "evaluator=probe", "tasks=all", f"tasks.root={root}", "executor=inline",
+                         "tracker=none", f"store.root={tmp_path / 'store'}", "attribution.below=null")  # fmt: skip
+    out = tmp_path / f"run-{model}"
+    out.mkdir()
+    found: dict[str, dict[str, dict]] = {}
+    for r in run(cfg, out)["verdicts"].iter_rows(named=True):
+        found.setdefault(r["task_id"], {})[r["criterion_id"]] = r
+    return found
+
+
+def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_own_specs(tmp_path, capsys):
     out = tmp_path / "suite"
     code = webbench.main([str(checkout(tmp_path / "web-bench")), str(out)])
     printed = capsys.readouterr().out
-    assert code == 0 and "ok   notes" in printed
-    assert "skip with-vite: served by `npx vite --port ${PORT}`" in printed
+    assert code == 0 and "ok   notes" in printed and "ok   cards" in printed, printed
+    assert "skip with-server: served by `npm run dev -- ${PORT}`" in printed
+    cards = out / "wb-cards-task-1"
+    assert (cards / "app" / "src" / "App.jsx").read_text() == APP_START  # Web-Bench's layout kept
+    assert json.loads((cards / "app" / "package-lock.json").read_text())["packages"]["node_modules/vite"]["version"]
+    package = json.loads((cards / "app" / "package.json").read_text())
+    assert "@web-bench/test-util" not in package["devDependencies"] and package["type"] == "module"
     code, report, _ = gate_in(tmp_path / "gate", f"tasks.root={out}")
     assert code == 0, report
-    oracle = verdicts(tmp_path, out, "oracle")
-    assert {v["verdict"] for v in oracle.values()} == {"PASS"} and len(oracle) == 3
+    oracle = verdicts_by_task(tmp_path, out, "oracle")
+    assert {v["verdict"] for t in oracle.values() for v in t.values()} == {"PASS"}
+    assert {t: len(v) for t, v in oracle.items()} == {"wb-notes-task-1": 3, "wb-cards-task-1": 3}
     (tmp_path / "noop").mkdir()
-    noop = verdicts(tmp_path / "noop", out, "noop")
-    assert noop["init-board"]["verdict"] == "PASS"  # the init test: a preservation
-    changes = [v for k, v in noop.items() if k.startswith("task-1-")]
-    assert len(changes) == 2 and all(v["verdict"] == "FAIL" and v["grader"] == "spec" for v in changes)
+    noop = verdicts_by_task(tmp_path / "noop", out, "noop")
+    for task, init in (("wb-notes-task-1", "init-board"), ("wb-cards-task-1", "init-deck-heading")):
+        assert noop[task][init]["verdict"] == "PASS"  # the init test: a preservation
+        changes = [v for k, v in noop[task].items() if k.startswith("task-1-")]
+        assert len(changes) == 2 and all(v["verdict"] == "FAIL" and v["grader"] == "spec" for v in changes)
 
 
 def test_a_checkout_that_is_not_web_bench_is_refused(tmp_path, capsys):
