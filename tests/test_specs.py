@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from codesign.errors import TaskError
+from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
 from tests.helpers import REPO
 from tests.test_scripts import make_task, verdicts
@@ -92,12 +94,12 @@ def test_a_runner_that_crashes_or_a_test_that_does_not_exist_is_an_evaluator_err
     assert "no report" in crashed["note-text"]["reason"]
 
 
-def test_specs_get_the_environment_they_name_the_workspace_and_vendored_helpers(tmp_path):
-    """As Web-Bench's specs do: a helper library resolved through NODE_PATH, and a check that reads the
-    candidate's source tree through an environment variable."""
+def test_specs_get_the_environment_they_name_the_workspace_and_their_own_packages(tmp_path):
+    """As Web-Bench's specs do: a helper package kept in the spec folder (imported from an ES module, which
+    ignores NODE_PATH) and a check that reads the candidate's source tree through an environment variable."""
     helper = "exports.exists = (root, file) => require('fs').existsSync(require('path').join(root, file));\n"
-    spec = """const { test, expect } = require('@playwright/test');
-const { exists } = require('shop-util');
+    spec = """import { test, expect } from '@playwright/test';
+import { exists } from '@shop/util';
 test('the page is index.html', async ({ page }) => {
   expect(exists(process.env.SHOP_ROOT, 'index.html')).toBe(true);
   expect(exists(process.env.SHOP_ROOT, 'missing.html')).toBe(false);
@@ -107,22 +109,47 @@ test('the page is index.html', async ({ page }) => {
 """
     criteria = """spec_runner:
   dir: specs
-  env: {SHOP_ROOT: "{workspace}", NODE_PATH: "{specs}/libraries"}
+  env: {SHOP_ROOT: "{workspace}"}
+  packages: {"@shop/util": libraries/shop-util}
 criteria:
   - id: source-and-page
     text: The shop page is index.html and shows its heading.
     kind: source
     preserve: true
-    spec: {file: env.spec.js, title: "the page is index.html"}
+    spec: {file: env.spec.mjs, title: "the page is index.html"}
 """
     root = spec_task(tmp_path / "suite", criteria)
     specs = root / "shop" / "specs"
-    (specs / "env.spec.js").write_text(spec)
+    (specs / "env.spec.mjs").write_text(spec)
     (specs / "libraries" / "shop-util").mkdir(parents=True)
     (specs / "libraries" / "shop-util" / "index.js").write_text(helper)
+    (specs / "libraries" / "shop-util" / "package.json").write_text('{"name": "@shop/util", "main": "index.js"}')
     got = verdicts(tmp_path, root, "noop")["source-and-page"]
     assert got["verdict"] == "PASS", got["reason"]
     (root / "shop" / "criteria.yaml").write_text(criteria.replace("{workspace}", "{nowhere}"))
     (tmp_path / "b").mkdir()
     bad = verdicts(tmp_path / "b", root, "noop")["source-and-page"]
     assert bad["failure_category"] == "evaluator_error" and "spec_runner.env" in bad["reason"]
+
+
+@pytest.mark.parametrize(
+    ("packages", "error"),
+    [
+        ('{"../evil": libraries/x}', "is not an npm package name"),
+        ('{"@shop/util": ../../outside}', "must be a folder inside the spec folder"),
+        ('{"@shop/util": libraries/absent}', "has no package.json"),
+    ],
+)
+def test_spec_packages_must_be_named_packages_inside_the_spec_folder(tmp_path, packages, error):
+    criteria = f"""spec_runner:
+  dir: specs
+  packages: {packages}
+criteria:
+  - id: note-text
+    text: The note says thanks.
+    kind: content
+    spec: {{file: shop.spec.js, title: "the note thanks the visitor"}}
+"""
+    root = spec_task(tmp_path / "suite", criteria)
+    with pytest.raises(TaskError, match=re.escape(error)):
+        load_task(root / "shop")

@@ -120,8 +120,11 @@ def reference_patch(start: Path, final: Path) -> str:
                               capture_output=True, text=True).stdout  # fmt: skip
 
 
-def list_tests(specs: Path, files: list[str], packages: dict[str, str], node_cache: Path) -> list[tuple[str, str]]:
-    """(file relative to the spec folder, title path) of every test in ``files``, from ``playwright --list``."""
+def list_tests(
+    specs: Path, files: list[str], packages: dict[str, str], sources: Path, node_cache: Path
+) -> list[tuple[str, str]]:
+    """(file relative to the spec folder, title path) of every test in ``files``, from ``playwright --list``;
+    ``sources`` is the app's source folder (some specs read it as they load)."""
     modules = cached_node_modules(specs, node_cache)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp) / "specs"
@@ -131,7 +134,7 @@ def list_tests(specs: Path, files: list[str], packages: dict[str, str], node_cac
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "IS_EVAL_PRODUCTION": "true",
-            "EVAL_PROJECT_ROOT": str(work),
+            "EVAL_PROJECT_ROOT": str(sources),
             "HOME": tmp,
         }
         proc = subprocess.run(["node", str(cli), "test", "--list", "--reporter=json", *files], cwd=work, env=env,
@@ -221,9 +224,16 @@ def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Pat
     specs = folder / "specs"
     shutil.copytree(RUNNER, specs)
     package = json.loads((project / "package.json").read_text())
+    runner_package = json.loads((specs / "package.json").read_text())
     if "type" in package:  # the config and specs are ES modules in a "type": "module" project
-        runner_package = json.loads((specs / "package.json").read_text())
-        (specs / "package.json").write_text(json.dumps({**runner_package, "type": package["type"]}, indent=2) + "\n")
+        runner_package["type"] = package["type"]
+    if kind == "vite":  # Web-Bench runs the specs inside the project: they may import its packages (e.g. sass)
+        app_deps = _dependencies(app_package(project, name))
+        runner_package["devDependencies"] = {**app_deps, **runner_package["devDependencies"]}
+        (specs / "package-lock.json").unlink()
+    (specs / "package.json").write_text(json.dumps(runner_package, indent=2) + "\n")
+    if kind == "vite":
+        lock(specs)
     for material in ("test", "test-utils"):
         if (project / material).is_dir():
             shutil.copytree(project / material, specs / material)
@@ -238,7 +248,8 @@ def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Pat
     files = [f"test/{f}" for f in ["init.spec.js", *(f"task-{k}.spec.js" for k in range(1, n + 1))]
              if (project / "test" / f).is_file()]  # fmt: skip
     criteria = []
-    for file, title in list_tests(specs, files, packages, node_cache):
+    sources = folder / "app" / ("src" if kind == "vite" else "")
+    for file, title in list_tests(specs, files, packages, sources, node_cache):
         change = file == f"test/task-{n}.spec.js"
         criteria.append({"id": f"{Path(file).name.removesuffix('.spec.js')}-{_slug(title)}", "text": title,
                          "kind": "interaction", "preserve": not change,
