@@ -49,12 +49,15 @@ test.beforeEach(async ({ page }) => { await page.goto('/index.html') })
 test('board', async ({ page }) => { await expect(page.locator('.board')).toBeAttached() })
 """
 TASK_SPEC = """const { test, expect } = require('@playwright/test')
-const { getOffset } = require('@web-bench/test-util')
+const { getOffset } = require('../../../libraries/test-util/src')  // as some Web-Bench specs reach it
 test.beforeEach(async ({ page }) => { await page.goto('/index.html') })
 test('add button inside the board', async ({ page }) => {
   const board = await getOffset(page, '.board')
   const add = await getOffset(page, '.add')
   expect(add.centerX).toBeLessThan(board.x + board.width)
+})
+test('the notes list is there', async ({ page }) => {  // already true of src-init: becomes a preservation
+  await expect(page.locator('.notes')).toBeAttached()
 })
 test('add appends notes, right-click does not', async ({ page }) => {
   await page.locator('.add').click()
@@ -189,7 +192,8 @@ def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_ow
     out = tmp_path / "suite"
     code = webbench.main([str(checkout(tmp_path / "web-bench")), str(out)])
     printed = capsys.readouterr().out
-    assert code == 0 and "ok   notes" in printed and "ok   cards" in printed, printed
+    assert code == 0 and "ok   cards" in printed, printed
+    assert "ok   notes" in printed and "(1 task test(s) already pass: preservations)" in printed
     assert "skip with-server: served by `npm run dev -- ${PORT}`" in printed
     cards = out / "wb-cards-task-1"
     assert (cards / "app" / "src" / "App.jsx").read_text() == APP_START  # Web-Bench's layout kept
@@ -200,13 +204,15 @@ def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_ow
     assert code == 0, report
     oracle = verdicts_by_task(tmp_path, out, "oracle")
     assert {v["verdict"] for t in oracle.values() for v in t.values()} == {"PASS"}
-    assert {t: len(v) for t, v in oracle.items()} == {"wb-notes-task-1": 3, "wb-cards-task-1": 3}
+    assert {t: len(v) for t, v in oracle.items()} == {"wb-notes-task-1": 4, "wb-cards-task-1": 3}
     (tmp_path / "noop").mkdir()
     noop = verdicts_by_task(tmp_path / "noop", out, "noop")
     for task, init in (("wb-notes-task-1", "init-board"), ("wb-cards-task-1", "init-deck-heading")):
         assert noop[task][init]["verdict"] == "PASS"  # the init test: a preservation
-        changes = [v for k, v in noop[task].items() if k.startswith("task-1-")]
+        changes = [v for k, v in noop[task].items() if k.startswith("task-1-") and not v["preserve"]]
         assert len(changes) == 2 and all(v["verdict"] == "FAIL" and v["grader"] == "spec" for v in changes)
+    kept = noop["wb-notes-task-1"]["task-1-the-notes-list-is-there"]
+    assert kept["preserve"] and kept["verdict"] == "PASS"
 
 
 def test_a_checkout_that_is_not_web_bench_is_refused(tmp_path, capsys):

@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from codesign.tasks.loader import load_task
 
 RUNNER = Path(__file__).with_name("webbench_runner")  # package.json + lockfile pinning @playwright/test
 UTIL = "@web-bench/test-util"
+LIBRARY_PATH = re.compile(r"(['\"])(?:\.\./)+libraries/test-util(?:/src)?(?:/index(?:\.js)?)?\1")
 TEST_ONLY = {UTIL, "@playwright/test", "serve"}  # the app's dependencies the app itself never uses
 NOT_APP = {"test", "test-utils", "src", "src-init", "assets", "tasks.jsonl", "tasks.yml", "readme.md",
            "playwright.config.js", "package.json", ".evalignore", "node_modules"}  # fmt: skip
@@ -237,6 +239,10 @@ def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Pat
     for material in ("test", "test-utils"):
         if (project / material).is_dir():
             shutil.copytree(project / material, specs / material)
+    for spec in specs.rglob("*.js"):  # a few specs reach test-util by a path out of the project: use its name
+        text = spec.read_text()
+        if LIBRARY_PATH.search(text):
+            spec.write_text(LIBRARY_PATH.sub(lambda m: f"{m.group(1)}{UTIL}{m.group(1)}", text))
     shutil.copy2(project / "playwright.config.js", specs / "playwright.config.js")
     util = checkout / "libraries" / "test-util"
     shutil.copytree(util / "src", specs / "libraries" / "test-util" / "src")
@@ -317,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--node-cache", type=Path, default=Path("~/.cache/codesign/node_modules").expanduser())
     parser.add_argument("--no-classify", dest="classify", action="store_false",
                         help="do not run the starting app once to find task tests it already passes")  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=3, help="projects imported at once (default 3)")
     args = parser.parse_args(argv)
     root = args.checkout / "projects"
     if not root.is_dir():
@@ -324,23 +331,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     names = args.projects.split(",") if args.projects else sorted(p.name for p in root.iterdir() if p.is_dir())
     args.out.mkdir(parents=True, exist_ok=True)
-    imported, skipped = 0, 0
-    for name in names:
+
+    def one(name: str) -> str:
+        """One line of the summary: ``ok …`` or ``skip …`` with the reason."""
         reason = why_not(root / name) if (root / name / "package.json").is_file() else "not a project"
         if reason:
-            skipped += 1
-            print(f"skip {name}: {reason}")
-            continue
+            return f"skip {name}: {reason}"
         try:
             folder = import_project(args.checkout, name, args.out, args.task, args.node_cache, args.classify)
         except Exception as e:
             shutil.rmtree(args.out / f"wb-{name}-task-{args.task}", ignore_errors=True)  # no half-written task
-            skipped += 1
-            print(f"skip {name}: {type(e).__name__}: {e}")
-            continue
-        imported += 1
+            return f"skip {name}: {type(e).__name__}: {e}"
         kept = sum("(already true of the starting app" in c.text for c in load_task(folder).criteria)
-        print(f"ok   {name} -> {folder}" + (f" ({kept} task test(s) already pass: preservations)" if kept else ""))
+        return f"ok   {name} -> {folder}" + (f" ({kept} task test(s) already pass: preservations)" if kept else "")
+
+    imported, skipped = 0, 0
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # installs wait on the network, runs on the browser
+        for line in pool.map(one, names):
+            imported += line.startswith("ok")
+            skipped += line.startswith("skip")
+            print(line, flush=True)
     print(f"{imported} imported, {skipped} skipped; next: python -m codesign.validate tasks=all tasks.root={args.out}")
     return 0 if imported else 1
 
