@@ -44,7 +44,7 @@ from typing import Any
 import yaml
 
 from codesign.evaluate.specs import link_node_modules
-from codesign.sandbox.dependencies import cached_node_modules
+from codesign.sandbox.dependencies import cached_node_modules, failure_excerpt
 from codesign.tasks.loader import load_task
 
 RUNNER = Path(__file__).with_name("webbench_runner")  # package.json + lockfile pinning @playwright/test
@@ -178,12 +178,16 @@ def app_package(project: Path, name: str) -> dict[str, Any]:
 
 
 def lock(folder: Path) -> None:
-    """Resolve ``folder/package.json`` to a ``package-lock.json`` (needs the npm registry)."""
-    proc = subprocess.run(["npm", "install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund"],
-                          cwd=folder, capture_output=True, text=True, timeout=900)  # fmt: skip
+    """Resolve ``folder/package.json`` to a ``package-lock.json`` (needs the npm registry). Web-Bench installs
+    with pnpm, which lets a peer-dependency range disagree; npm refuses unless told to ignore peers, which the
+    folder's ``.npmrc`` then tells every later install too."""
+    command = ["npm", "install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund"]
+    proc = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0 and "ERESOLVE" in proc.stderr:
+        (folder / ".npmrc").write_text("legacy-peer-deps=true\n")
+        proc = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
-        errors = [line for line in proc.stderr.splitlines() if "ERR" in line][:8]
-        raise RuntimeError("npm could not resolve the dependencies: " + " | ".join(errors or [proc.stderr[-800:]]))
+        raise RuntimeError(f"npm could not resolve the dependencies:\n{failure_excerpt(proc.stderr)}")
 
 
 def write_app(project: Path, name: str, app: Path, source: Path) -> None:
@@ -219,8 +223,9 @@ def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Pat
     with tempfile.TemporaryDirectory() as tmp:  # the reference: the same app with src/ as its sources
         final = Path(tmp) / "app"
         write_app(project, name, final, project / "src")
-        if (folder / "app" / "package-lock.json").is_file():
-            shutil.copy2(folder / "app" / "package-lock.json", final / "package-lock.json")
+        for resolved in ("package-lock.json", ".npmrc"):
+            if (folder / "app" / resolved).is_file():
+                shutil.copy2(folder / "app" / resolved, final / resolved)
         (folder / "solution").mkdir()
         (folder / "solution" / "solution.patch").write_text(reference_patch(folder / "app", final))
     specs = folder / "specs"
