@@ -106,6 +106,7 @@ export default function App() {
       <button className="deal" onClick={() => setCards([...cards, cards.length + 1])}
               onContextMenu={(e) => e.preventDefault()}>deal</button>
       <ul className="cards">{cards.map((c) => <li key={c}>card {c}</li>)}</ul>
+      <footer>end</footer>
     </main>
   )
 }
@@ -114,6 +115,11 @@ VITE_INIT_SPEC = """import { test, expect } from '@playwright/test'
 test('deck heading', async ({ page }) => {
   await page.goto('/')
   await expect(page.locator('.deck h1')).toHaveText('Cards')
+})
+"""
+VITE_INIT_SPEC += """test('deck footer', async ({ page }) => {  // src-init lacks it: the solution must add it
+  await page.goto('/')
+  await expect(page.locator('.deck footer')).toHaveText('end')
 })
 """
 VITE_TASK_SPEC = """import { test, expect } from '@playwright/test'
@@ -192,7 +198,7 @@ def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_ow
     out = tmp_path / "suite"
     code = webbench.main([str(checkout(tmp_path / "web-bench")), str(out)])
     printed = capsys.readouterr().out
-    assert code == 0 and "ok   cards" in printed, printed
+    assert code == 0 and "ok   cards -> " in printed and "(1 earlier test(s) fail on the starting app" in printed
     assert "ok   notes" in printed and "(1 task test(s) already pass: preservations)" in printed
     assert "skip with-server: served by `npm run dev -- ${PORT}`" in printed
     cards = out / "wb-cards-task-1"
@@ -204,7 +210,7 @@ def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_ow
     assert code == 0, report
     oracle = verdicts_by_task(tmp_path, out, "oracle")
     assert {v["verdict"] for t in oracle.values() for v in t.values()} == {"PASS"}
-    assert {t: len(v) for t, v in oracle.items()} == {"wb-notes-task-1": 4, "wb-cards-task-1": 3}
+    assert {t: len(v) for t, v in oracle.items()} == {"wb-notes-task-1": 4, "wb-cards-task-1": 4}
     (tmp_path / "noop").mkdir()
     noop = verdicts_by_task(tmp_path / "noop", out, "noop")
     for task, init in (("wb-notes-task-1", "init-board"), ("wb-cards-task-1", "init-deck-heading")):
@@ -213,6 +219,8 @@ def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_ow
         assert len(changes) == 2 and all(v["verdict"] == "FAIL" and v["grader"] == "spec" for v in changes)
     kept = noop["wb-notes-task-1"]["task-1-the-notes-list-is-there"]
     assert kept["preserve"] and kept["verdict"] == "PASS"
+    footer = noop["wb-cards-task-1"]["init-deck-footer"]
+    assert not footer["preserve"] and footer["verdict"] == "FAIL"
 
 
 def test_a_checkout_that_is_not_web_bench_is_refused(tmp_path, capsys):

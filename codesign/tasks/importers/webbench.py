@@ -16,10 +16,12 @@ N (default 1) of each selected project this writes one task folder ``wb-<project
 - ``specs/``: the project's ``test/`` folder and config, its test-util library kept as a local package
   (``spec_runner.packages``, so ``require`` and ES ``import`` both find it) and a pinned ``@playwright/test``
   with a lockfile; ``criteria.yaml`` has one criterion per test of ``init.spec.js`` and of
-  ``task-1..N.spec.js``, listed by ``playwright test --list`` — never by parsing JavaScript. Tests of
-  ``init`` and earlier tasks are preservations; task N's are the changes, except those the starting app
-  already passes (run once on the baseline at import): they cannot tell a solution from no change, so they
-  are kept as preservations too (``--no-classify`` skips that run).
+  ``task-1..N.spec.js``, listed by ``playwright test --list`` — never by parsing JavaScript. Which of them
+  are changes is decided by running them once on the unchanged app at import: a test it passes is a
+  preservation (it must keep passing), a test it fails is a change (the solution must make it pass — for
+  task N's tests, and for the odd earlier test the starting app does not pass, e.g. an ``init`` test that
+  needs CSS ``src-init`` lacks). ``--no-classify`` skips that run: ``init`` and earlier tasks' tests are
+  then preservations, task N's the changes.
 
 Projects that need what codesign does not run (a database or full-stack server, a bundler task, files
 checked by a compiler with no page) are skipped with the reason. Nothing of Web-Bench is shipped with
@@ -50,6 +52,9 @@ from codesign.tasks.loader import load_task
 RUNNER = Path(__file__).with_name("webbench_runner")  # package.json + lockfile pinning @playwright/test
 UTIL = "@web-bench/test-util"
 LIBRARY_PATH = re.compile(r"(['\"])(?:\.\./)+libraries/test-util(?:/src)?(?:/index(?:\.js)?)?\1")
+PASSES_ALREADY = " (already true of the starting app: kept as a preservation)"
+FAILS_ALREADY = " (the starting app fails this earlier test: the solution must make it pass)"
+PACKAGES = {UTIL: "libraries/test-util"}  # spec_runner.packages: test-util linked into node_modules
 TEST_ONLY = {UTIL, "@playwright/test", "serve"}  # the app's dependencies the app itself never uses
 NOT_APP = {"test", "test-utils", "src", "src-init", "assets", "tasks.jsonl", "tasks.yml", "readme.md",
            "playwright.config.js", "package.json", ".evalignore", "node_modules"}  # fmt: skip
@@ -145,6 +150,9 @@ def list_tests(
             report = json.loads(proc.stdout)
         except ValueError:
             raise RuntimeError(f"playwright --list failed: {(proc.stdout + proc.stderr)[-1500:]}") from None
+    if report.get("errors"):  # a spec that does not load (a module it imports is missing …) lists nothing
+        messages = sorted({e.get("message", "?").splitlines()[0] for e in report["errors"]})
+        raise RuntimeError(f"playwright --list: {' | '.join(messages)[:1500]}")
     found: list[tuple[str, str]] = []
 
     def walk(suite: dict[str, Any], path: list[str], file: str) -> None:
@@ -208,38 +216,20 @@ def write_app(project: Path, name: str, app: Path, source: Path) -> None:
         shutil.copytree(assets, app / "src" / "assets", dirs_exist_ok=True)
 
 
-def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Path, classify: bool = True) -> Path:
-    project = checkout / "projects" / name
-    task = next((t for t in read_tasks(project) if t["id"] == f"task-{n}"), None)
-    if task is None:
-        raise ValueError(f"{name} has no task-{n}")
-    folder = out / f"wb-{name}-task-{n}"
-    if folder.exists():
-        shutil.rmtree(folder)
-    kind = layout(project)
-    write_app(project, name, folder / "app", project / "src-init")
-    if kind == "vite":
-        lock(folder / "app")
-    with tempfile.TemporaryDirectory() as tmp:  # the reference: the same app with src/ as its sources
-        final = Path(tmp) / "app"
-        write_app(project, name, final, project / "src")
-        for resolved in ("package-lock.json", ".npmrc"):
-            if (folder / "app" / resolved).is_file():
-                shutil.copy2(folder / "app" / resolved, final / resolved)
-        (folder / "solution").mkdir()
-        (folder / "solution" / "solution.patch").write_text(reference_patch(folder / "app", final))
-    specs = folder / "specs"
+def write_specs(checkout: Path, project: Path, name: str, specs: Path) -> None:
+    """The hidden spec folder: the project's tests and config, test-util, a pinned ``@playwright/test``."""
     shutil.copytree(RUNNER, specs)
     package = json.loads((project / "package.json").read_text())
     runner_package = json.loads((specs / "package.json").read_text())
     if "type" in package:  # the config and specs are ES modules in a "type": "module" project
         runner_package["type"] = package["type"]
-    if kind == "vite":  # Web-Bench runs the specs inside the project: they may import its packages (e.g. sass)
+    vite = layout(project) == "vite"
+    if vite:  # Web-Bench runs the specs inside the project: they may import its packages (e.g. sass)
         app_deps = _dependencies(app_package(project, name))
         runner_package["devDependencies"] = {**app_deps, **runner_package["devDependencies"]}
         (specs / "package-lock.json").unlink()
     (specs / "package.json").write_text(json.dumps(runner_package, indent=2) + "\n")
-    if kind == "vite":
+    if vite:
         lock(specs)
     for material in ("test", "test-utils"):
         if (project / material).is_dir():
@@ -252,15 +242,15 @@ def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Pat
     util = checkout / "libraries" / "test-util"
     shutil.copytree(util / "src", specs / "libraries" / "test-util" / "src")
     shutil.copy2(util / "package.json", specs / "libraries" / "test-util" / "package.json")
-    packages = {UTIL: "libraries/test-util"}
-    root = "{workspace}" if kind == "static" else "{workspace}/src"  # Web-Bench's EVAL_PROJECT_ROOT: the sources
-    runner = {"dir": "specs", "config": "playwright.config.js", "timeout_s": 30,
-              "env": {"EVAL_PROJECT_ROOT": root, "IS_EVAL_PRODUCTION": "true"}, "packages": packages}  # fmt: skip
+
+
+def spec_criteria(folder: Path, project: Path, n: int, node_cache: Path) -> list[dict[str, Any]]:
+    """One criterion per test of init and tasks 1..n (task n's are the changes)."""
     files = [f"test/{f}" for f in ["init.spec.js", *(f"task-{k}.spec.js" for k in range(1, n + 1))]
              if (project / "test" / f).is_file()]  # fmt: skip
+    sources = folder / "app" / ("src" if layout(project) == "vite" else "")
     criteria = []
-    sources = folder / "app" / ("src" if kind == "vite" else "")
-    for file, title in list_tests(specs, files, packages, sources, node_cache):
+    for file, title in list_tests(folder / "specs", files, PACKAGES, sources, node_cache):
         change = file == f"test/task-{n}.spec.js"
         criteria.append({"id": f"{Path(file).name.removesuffix('.spec.js')}-{_slug(title)}", "text": title,
                          "kind": "interaction", "preserve": not change,
@@ -271,25 +261,56 @@ def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Pat
     for i, c in enumerate(criteria):  # two tests with one slug keep apart
         if ids.count(c["id"]) > 1:
             c["id"] += f"-{i}"
+    return criteria
+
+
+def manifest(project: Path, name: str, n: int) -> dict[str, Any]:
+    task = next((t for t in read_tasks(project) if t["id"] == f"task-{n}"), None)
+    if task is None:
+        raise ValueError(f"{name} has no task-{n}")
     routes = pages(project / "src-init")
+    vite = layout(project) == "vite"
     environment: dict[str, Any] = {"kind": "static", "routes": routes}
-    if kind == "vite":
+    if vite:
         environment = {"kind": "node", "build": False, "routes": routes,
                        "serve": {"command": VITE_SERVE, "ready_path": routes[0], "ready_timeout_s": 300}}  # fmt: skip
-    manifest = {"id": folder.name, "track": "RE", "title": f"Web-Bench {name}, task {n}",
-                "request": task["description"].strip() + (SOURCES_NOTE if kind == "vite" else ""),
-                "environment": environment,
-                "labels": {"capability": ["functional_implementation"], "categories": ["web-bench", name],
-                           "edit_types": ["component"]}}  # fmt: skip
-    (folder / "task.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False, allow_unicode=True, width=110))
+    return {"id": f"wb-{name}-task-{n}", "track": "RE", "title": f"Web-Bench {name}, task {n}",
+            "request": task["description"].strip() + (SOURCES_NOTE if vite else ""), "environment": environment,
+            "labels": {"capability": ["functional_implementation"], "categories": ["web-bench", name],
+                       "edit_types": ["component"]}}  # fmt: skip
+
+
+def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Path, classify: bool = True) -> Path:
+    project = checkout / "projects" / name
+    task = manifest(project, name, n)
+    folder = out / task["id"]
+    if folder.exists():
+        shutil.rmtree(folder)
+    write_app(project, name, folder / "app", project / "src-init")
+    if layout(project) == "vite":
+        lock(folder / "app")
+    with tempfile.TemporaryDirectory() as tmp:  # the reference: the same app with src/ as its sources
+        final = Path(tmp) / "app"
+        write_app(project, name, final, project / "src")
+        for resolved in ("package-lock.json", ".npmrc"):
+            if (folder / "app" / resolved).is_file():
+                shutil.copy2(folder / "app" / resolved, final / resolved)
+        (folder / "solution").mkdir()
+        (folder / "solution" / "solution.patch").write_text(reference_patch(folder / "app", final))
+    write_specs(checkout, project, name, folder / "specs")
+    root = "{workspace}/src" if layout(project) == "vite" else "{workspace}"  # Web-Bench's EVAL_PROJECT_ROOT
+    runner = {"dir": "specs", "config": "playwright.config.js", "timeout_s": 30,
+              "env": {"EVAL_PROJECT_ROOT": root, "IS_EVAL_PRODUCTION": "true"}, "packages": PACKAGES}  # fmt: skip
+    criteria = spec_criteria(folder, project, n, node_cache)
+    (folder / "task.yaml").write_text(yaml.safe_dump(task, sort_keys=False, allow_unicode=True, width=110))
     write_criteria(folder, runner, criteria)
     load_task(folder)  # the result must be a valid codesign task
     if classify:
         already = asyncio.run(passing_on_baseline(folder, node_cache))
-        for c in criteria:
-            if c["id"] in already and not c["preserve"]:
-                c["preserve"] = True
-                c["text"] += " (already true of the starting app: kept as a preservation)"
+        for c in criteria:  # what the starting app passes must keep passing; what it fails must be made to pass
+            if c["preserve"] != (c["id"] in already):
+                c["preserve"] = c["id"] in already
+                c["text"] += PASSES_ALREADY if c["preserve"] else FAILS_ALREADY
         write_criteria(folder, runner, criteria)
         if all(c["preserve"] for c in criteria):
             raise ValueError(f"the starting app already passes every test of task-{n}: nothing to change")
@@ -327,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", type=int, default=1, help="which task of each project (default 1)")
     parser.add_argument("--node-cache", type=Path, default=Path("~/.cache/codesign/node_modules").expanduser())
     parser.add_argument("--no-classify", dest="classify", action="store_false",
-                        help="do not run the starting app once to find task tests it already passes")  # fmt: skip
+                        help="do not run the starting app once to tell preservations from changes")  # fmt: skip
     parser.add_argument("--jobs", type=int, default=3, help="projects imported at once (default 3)")
     args = parser.parse_args(argv)
     root = args.checkout / "projects"
@@ -347,8 +368,12 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as e:
             shutil.rmtree(args.out / f"wb-{name}-task-{args.task}", ignore_errors=True)  # no half-written task
             return f"skip {name}: {type(e).__name__}: {e}"
-        kept = sum("(already true of the starting app" in c.text for c in load_task(folder).criteria)
-        return f"ok   {name} -> {folder}" + (f" ({kept} task test(s) already pass: preservations)" if kept else "")
+        criteria = load_task(folder).criteria
+        kept = sum(c.text.endswith(PASSES_ALREADY) for c in criteria)
+        fixed = sum(c.text.endswith(FAILS_ALREADY) for c in criteria)
+        notes = [f"{kept} task test(s) already pass: preservations"] * bool(kept)
+        notes += [f"{fixed} earlier test(s) fail on the starting app: changes"] * bool(fixed)
+        return f"ok   {name} -> {folder}" + (f" ({'; '.join(notes)})" if notes else "")
 
     imported, skipped = 0, 0
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # installs wait on the network, runs on the browser
