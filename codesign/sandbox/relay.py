@@ -28,6 +28,14 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.close()
 
 
+async def _bridge(a: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+                  b: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:  # fmt: skip
+    """Both directions until either side closes. ``close()`` cancels open bridges (a dev server's
+    long-lived sockets): that ends them quietly, since asyncio logs a cancelled connection handler."""
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.gather(_pipe(a[0], b[1]), _pipe(b[0], a[1]))
+
+
 class Relay:
     """Bridges on a background event loop; ``close()`` stops them all."""
 
@@ -43,11 +51,11 @@ class Relay:
         async def start() -> asyncio.AbstractServer:
             async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                 try:
-                    up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+                    upstream = await asyncio.open_connection("127.0.0.1", port)
                 except OSError:
                     writer.close()
                     return
-                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+                await _bridge((reader, writer), upstream)
 
             return await asyncio.start_unix_server(handle, path=str(socket_path))
 
@@ -59,11 +67,11 @@ class Relay:
         async def start() -> asyncio.AbstractServer:
             async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                 try:
-                    up_reader, up_writer = await asyncio.open_unix_connection(str(socket_path))
+                    upstream = await asyncio.open_unix_connection(str(socket_path))
                 except OSError:  # nothing listens inside yet: the client sees a closed connection and retries
                     writer.close()
                     return
-                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+                await _bridge((reader, writer), upstream)
 
             return await asyncio.start_server(handle, "127.0.0.1", 0)
 
