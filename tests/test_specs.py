@@ -21,6 +21,7 @@ SPEC = """import { test, expect } from '@playwright/test';
 test('the note thanks the visitor', async ({ page }) => {
   await page.goto('/');
   await expect(page.locator('.note')).toHaveText('Thanks for visiting');
+  expect(page.viewportSize()).toEqual({ width: 640, height: 640 });  // the project's own Chromium settings
 });
 
 test.describe('counter', () => {
@@ -36,10 +37,14 @@ test.describe('counter', () => {
   });
 });
 """
-# The project's own config serves the app itself; codesign drops that and points baseURL at its server.
-CONFIG = (
-    "module.exports = { webServer: { command: 'exit 1', port: 3999 }, use: { baseURL: 'http://localhost:3999' } };\n"
-)
+# The project's own config serves the app itself; codesign drops that and points baseURL at its server, and
+# keeps what the project's Chromium project sets (a viewport).
+CONFIG = """module.exports = {
+  webServer: { command: 'exit 1', port: 3999 },
+  use: { baseURL: 'http://localhost:3999' },
+  projects: [{ name: 'chromium', use: { viewport: { width: 640, height: 640 }, baseURL: 'http://localhost:3999' } }],
+};
+"""
 CRITERIA = """spec_runner: {dir: specs, config: playwright.config.js}
 criteria:
   - id: note-text
