@@ -24,7 +24,7 @@ def test_evidence_benchmark_runs():
 
 
 def test_solver_benchmark_runs():
-    out = bench("benchmarks/solvers.py", "--trials", "8", "--runs", "1")
+    out = bench("benchmarks/solvers.py", "--trials", "4", "--runs", "1")
     assert "framework overhead per trial" in out and "of the reachable rate" in out
 
 

@@ -51,7 +51,9 @@ test('board', async ({ page }) => { await expect(page.locator('.board')).toBeAtt
 TASK_SPEC = """const { test, expect } = require('@playwright/test')
 const { getOffset } = require('../../../libraries/test-util/src')  // as some Web-Bench specs reach it
 test.beforeEach(async ({ page }) => { await page.goto('/index.html') })
+// Each test first expects what it needs (10 s on a starting app without it, not the 30 s test timeout).
 test('add button inside the board', async ({ page }) => {
+  await expect(page.locator('.add')).toBeVisible()
   const board = await getOffset(page, '.board')
   const add = await getOffset(page, '.add')
   expect(add.centerX).toBeLessThan(board.x + board.width)
@@ -60,6 +62,7 @@ test('the notes list is there', async ({ page }) => {  // already true of src-in
   await expect(page.locator('.notes')).toBeAttached()
 })
 test('add appends notes, right-click does not', async ({ page }) => {
+  await expect(page.locator('.add')).toBeVisible()
   await page.locator('.add').click()
   await expect(page.locator('.notes li')).toHaveCount(1)
   await page.locator('.add').click({ button: 'right' })
@@ -126,11 +129,13 @@ VITE_TASK_SPEC = """import { test, expect } from '@playwright/test'
 import { getOffset } from '@web-bench/test-util'
 test.beforeEach(async ({ page }) => { await page.goto('/') })
 test('deal sits below the heading', async ({ page }) => {
+  await expect(page.locator('.deal')).toBeVisible()
   const heading = await getOffset(page, '.deck h1')
   const deal = await getOffset(page, '.deal')
   expect(deal.y).toBeGreaterThanOrEqual(heading.y + heading.height)
 })
 test('deal deals a card per click, right-click none', async ({ page }) => {
+  await expect(page.locator('.deal')).toBeVisible()
   await page.locator('.deal').click()
   await expect(page.locator('.cards li')).toHaveText(['card 1'])
   await page.locator('.deal').click({ button: 'right' })
