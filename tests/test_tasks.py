@@ -39,6 +39,19 @@ def test_missing_file_names_task_and_file(suite_copy):
     assert err.value.task_id == GOOD and err.value.file == "criteria.yaml" and "missing" in err.value.problem
 
 
+def test_an_app_needs_an_html_page_at_its_root_or_deeper(suite_copy):
+    root = suite_copy(GOOD)
+    app = root / GOOD / "app"
+    (app / "src").mkdir(exist_ok=True)
+    (app / "index.html").rename(app / "src" / "index.html")  # a Vite app's pages under src/ (Web-Bench's layout)
+    assert load_task(root / GOOD).id == GOOD
+    for page in app.rglob("*.html"):
+        page.unlink()
+    with pytest.raises(TaskError) as err:
+        load_task(root / GOOD)
+    assert err.value.file == "app/index.html" and "missing" in err.value.problem
+
+
 def test_malformed_yaml_reports_line(suite_copy):
     root = suite_copy(GOOD)
     (root / GOOD / "task.yaml").write_text("id: x\ntrack: [ME\nrequest: hi\n")
