@@ -9,8 +9,9 @@ N (default 1) of each selected project this writes one task folder ``wb-<project
   ``package.json`` (the test-only dependencies dropped, since Web-Bench resolves its test-util as a
   ``workspace:*`` package) and a lockfile resolved by ``npm`` at import time, so every trial installs the same
   versions; codesign serves it with its Vite dev server, as Web-Bench's own evaluation does.
-- ``task.yaml``: the task's description as the request (track RE, one edit type: Web-Bench tasks are
-  functional changes to an existing code base); routes are the starting app's HTML pages.
+- ``task.yaml``: the task's description as the request (tasks 1..N's, in order, for N > 1: the app is
+  ``src-init``); track RE, one edit type (Web-Bench tasks are functional changes to an existing code
+  base); routes are the starting app's HTML pages.
 - ``solution/solution.patch``: ``src-init`` → ``src`` (Web-Bench's reference after all tasks, which
   passes every earlier task's specs since grading is cumulative).
 - ``specs/``: the project's ``test/`` folder and config, its test-util library kept as a local package
@@ -265,9 +266,13 @@ def spec_criteria(folder: Path, project: Path, n: int, node_cache: Path) -> list
 
 
 def manifest(project: Path, name: str, n: int) -> dict[str, Any]:
-    task = next((t for t in read_tasks(project) if t["id"] == f"task-{n}"), None)
-    if task is None:
+    tasks = {t["id"]: t["description"].strip() for t in read_tasks(project)}
+    if f"task-{n}" not in tasks:
         raise ValueError(f"{name} has no task-{n}")
+    request = tasks[f"task-{n}"]
+    if n > 1:  # the app is src-init, before task 1: the solver is asked for every task up to n, in order
+        steps = "\n\n".join(f"Change {k}:\n{tasks[f'task-{k}']}" for k in range(1, n + 1))
+        request = f"Make these {n} changes, in order (each builds on the ones before):\n\n{steps}"
     routes = pages(project / "src-init")
     vite = layout(project) == "vite"
     environment: dict[str, Any] = {"kind": "static", "routes": routes}
@@ -275,7 +280,7 @@ def manifest(project: Path, name: str, n: int) -> dict[str, Any]:
         environment = {"kind": "node", "build": False, "routes": routes,
                        "serve": {"command": VITE_SERVE, "ready_path": routes[0], "ready_timeout_s": 300}}  # fmt: skip
     return {"id": f"wb-{name}-task-{n}", "track": "RE", "title": f"Web-Bench {name}, task {n}",
-            "request": task["description"].strip() + (SOURCES_NOTE if vite else ""), "environment": environment,
+            "request": request + (SOURCES_NOTE if vite else ""), "environment": environment,
             "labels": {"capability": ["functional_implementation"], "categories": ["web-bench", name],
                        "edit_types": ["component"]}}  # fmt: skip
 
