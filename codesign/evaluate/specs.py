@@ -33,7 +33,7 @@ from codesign._types import CriterionVerdict, EvidenceItem, Verdict
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.runtime.browser import CHROMIUM_ARGS, find_chromium
 from codesign.sandbox import scratch
-from codesign.sandbox.dependencies import cached_node_modules
+from codesign.sandbox.dependencies import cached_node_modules, link_node_modules
 from codesign.tasks.loader import Task
 
 RUN_BOUND_S = 1800.0  # the whole run; each test has its own timeout, this only stops a runner that hangs
@@ -132,32 +132,6 @@ def _lookup(results: dict[tuple[str, str], SpecResult], file: str, title: str) -
     if (file, title) in results:
         return results[(file, title)]
     return next((r for (f, t), r in results.items() if t == title and file.endswith("/" + f)), SpecResult("missing"))
-
-
-def link_node_modules(work: Path, modules: Path, packages: dict[str, str]) -> None:
-    """``work/node_modules``: the cached install, plus the spec folder's own ``packages`` linked in by name.
-    Node resolves a linked package's own imports from its real path, which lies inside ``work``, so it
-    finds the same ``@playwright/test`` the specs do."""
-    target = work / "node_modules"
-    if not packages:
-        target.symlink_to(modules, target_is_directory=True)
-        return
-    target.mkdir()
-    for entry in modules.iterdir():
-        (target / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
-    for name, folder in packages.items():
-        link = target / name
-        scope = link.parent
-        if scope != target and scope.is_symlink():  # a scope the install has too: link its packages one by one
-            installed = scope.resolve()
-            scope.unlink()
-            scope.mkdir()
-            for entry in installed.iterdir():
-                (scope / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
-        scope.mkdir(parents=True, exist_ok=True)
-        if link.is_symlink() or link.exists():
-            link.unlink()  # the spec folder's copy wins over an installed one of the same name
-        link.symlink_to(work / folder, target_is_directory=True)
 
 
 def _run(folder: Path, files: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -100,6 +100,32 @@ def failure_excerpt(output: str, head_lines: int = 8, tail_chars: int = 600) -> 
     return "\n".join(causes) + "\n…\n" + output[-tail_chars:].strip()
 
 
+def link_node_modules(work: Path, modules: Path, packages: dict[str, str]) -> None:
+    """``work/node_modules``: the cached install, plus the spec folder's own ``packages`` linked in by name.
+    Node resolves a linked package's own imports from its real path, which lies inside ``work``, so it
+    finds the same ``@playwright/test`` the specs do."""
+    target = work / "node_modules"
+    if not packages:
+        target.symlink_to(modules, target_is_directory=True)
+        return
+    target.mkdir()
+    for entry in modules.iterdir():
+        (target / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    for name, folder in packages.items():
+        link = target / name
+        scope = link.parent
+        if scope != target and scope.is_symlink():  # a scope the install has too: link its packages one by one
+            installed = scope.resolve()
+            scope.unlink()
+            scope.mkdir()
+            for entry in installed.iterdir():
+                (scope / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+        scope.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            link.unlink()  # the spec folder's copy wins over an installed one of the same name
+        link.symlink_to(work / folder, target_is_directory=True)
+
+
 def hydrate_node_modules(workspace: Path, cached: Path, hardlink: bool) -> None:
     """Give a workspace its dependencies: hard links for read-only use (evaluation builds, which mount them
     read-only), real copies where a solver could write into them (a write through a hard link would

@@ -46,8 +46,7 @@ from typing import Any
 
 import yaml
 
-from codesign.evaluate.specs import link_node_modules
-from codesign.sandbox.dependencies import cached_node_modules, failure_excerpt
+from codesign.sandbox.dependencies import cached_node_modules, failure_excerpt, link_node_modules
 from codesign.tasks.loader import load_task
 
 RUNNER = Path(__file__).with_name("webbench_runner")  # package.json + lockfile pinning @playwright/test
@@ -328,7 +327,8 @@ def write_criteria(folder: Path, runner: dict[str, Any], criteria: list[dict[str
 
 
 async def passing_on_baseline(folder: Path, node_cache: Path) -> set[str]:
-    """Ids of the task's criteria the unmodified app passes, from one evaluation of the empty patch."""
+    """Ids of the task's criteria the unmodified app passes, from one evaluation of the empty patch (an
+    authoring tool, like the gate, may use the evaluator; the loader-side code above does not)."""
     from codesign.evaluate.evaluators import ProbeEvaluator
     from codesign.evaluate.run import evaluate_patch
     from codesign.runtime.browser import Browser
