@@ -78,6 +78,7 @@ def test_specs_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_p
     note = noop["note-text"]
     assert note["verdict"] == "FAIL" and note["failure_category"] == "wrong"
     assert "Thanks for visiting" in note["reason"] and "Come again soon" in note["reason"]  # Playwright's message
+    assert "at shop.spec.js:" in note["reason"] and "codesign-" not in note["reason"]  # no scratch folder in it
     evals = list((tmp_path / "store" / "trials").glob("*/evals/*"))
     assert any((e / "spec_note-text_trace.zip").is_file() for e in evals)  # a failure keeps its trace
     report = (tmp_path / "run-noop" / "report.html").read_text()

@@ -207,7 +207,8 @@ async def grade_specs(
             if r.status == "passed":
                 out[c.id] = verdict(c, Verdict.PASS, f"{c.spec.file}: {c.spec.title!r} passed", cited, None)
             elif r.status in ("failed", "timedOut"):
-                reason = f"{c.spec.title!r} {r.status}: {r.message or 'no message'}"[:2000]
+                message = (r.message or "no message").replace(f"{work}/", "")  # paths as in the spec folder
+                reason = f"{c.spec.title!r} {r.status}: {message}"[:2000]
                 out[c.id] = verdict(c, Verdict.FAIL, reason, cited, "regressed" if c.preserve else "wrong")
             else:
                 reason = f"{c.spec.file}: {c.spec.title!r} did not run ({r.status}); check the title and file"
