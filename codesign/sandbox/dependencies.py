@@ -108,18 +108,20 @@ def link_node_modules(work: Path, modules: Path, packages: dict[str, str]) -> No
     if not packages:
         target.symlink_to(modules, target_is_directory=True)
         return
-    target.mkdir()
-    for entry in modules.iterdir():
-        (target / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+
+    def link_each(source: Path, folder: Path) -> None:
+        folder.mkdir()
+        for entry in source.iterdir():
+            (folder / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+
+    link_each(modules, target)
     for name, folder in packages.items():
         link = target / name
         scope = link.parent
         if scope != target and scope.is_symlink():  # a scope the install has too: link its packages one by one
             installed = scope.resolve()
             scope.unlink()
-            scope.mkdir()
-            for entry in installed.iterdir():
-                (scope / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+            link_each(installed, scope)
         scope.mkdir(parents=True, exist_ok=True)
         if link.is_symlink() or link.exists():
             link.unlink()  # the spec folder's copy wins over an installed one of the same name
