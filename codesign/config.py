@@ -6,7 +6,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+# Package data, not a checkout folder: a built wheel carries it (a Ray worker image, `runtime_env: {pip: ...}`), so
+# `python -m codesign` composes without the repository. The repository's top-level `conf` links here.
+CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 
 def register_resolvers() -> None:

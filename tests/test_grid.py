@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from codesign.config import CONF_DIR
 from codesign.testing.model_server import Reply, ScriptedModelServer
 from tests.helpers import REPO
 from tests.test_judge import KEY_ENV, careful_judge, make_task
@@ -130,7 +131,7 @@ def test_other_launchers_still_work(tmp_path, monkeypatch, suite_copy, capsys):
 
 def test_the_alias_and_experiments_are_multiruns():
     assert "hydra._internal" not in "".join(p.read_text() for p in (REPO / "codesign").rglob("*.py"))
-    for experiment in (REPO / "conf" / "experiment").glob("*.yaml"):
+    for experiment in (CONF_DIR / "experiment").glob("*.yaml"):
         text = experiment.read_text()
         assert "mode: MULTIRUN" in text and "sweeper:" in text, experiment.name
 
@@ -158,7 +159,7 @@ def generic_judge(req):
 def _grid_params(experiment: str) -> dict[str, str]:
     from omegaconf import OmegaConf
 
-    return dict(OmegaConf.load(REPO / "conf" / "experiment" / f"{experiment}.yaml").hydra.sweeper.params)
+    return dict(OmegaConf.load(CONF_DIR / "experiment" / f"{experiment}.yaml").hydra.sweeper.params)
 
 
 def _grid_size(experiment: str, fixed: set[str]) -> int:
@@ -174,7 +175,7 @@ def experiments_store(tmp_path_factory) -> Path:
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("experiment", sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml")))
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml")))
 def test_every_experiment_runs_offline(experiment, experiments_store, tmp_path, monkeypatch, capsys):
     """Each paper experiment, as shipped, runs its whole grid from `experiment=NAME` alone (no -m) with the
     offline ceiling and floor as models and a scripted judge, on a task of the sample suite (one: the grids are
