@@ -159,6 +159,8 @@ class TrialRecord:
     message: str = ""
     cached: dict[str, bool] = field(default_factory=dict)  # stage -> reused from the store
     attribution: dict[str, Any] | None = None  # why a low-scoring trial scored low (raw scores unchanged)
+    node: str = ""  # where it ran: the Ray node id (the host name without Ray)
+    infra_events: list[str] = field(default_factory=list)  # attempts lost to the infrastructure, re-run
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -29,6 +29,11 @@ _SHAPES = re.compile(
 _MIN_SECRET = 8  # shorter values ("1", "true") would redact ordinary text
 
 
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (``OPENAI_API_KEY``, ``RAY_AUTH_TOKEN``)."""
+    return bool(_SECRET_NAME.search(name))
+
+
 def secret_values() -> list[str]:
     """The values of secret-named environment variables, longest first (read each time: tests set them)."""
     values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET}

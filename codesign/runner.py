@@ -32,6 +32,7 @@ from codesign.score import (
     verdict_frame,
 )
 from codesign.solve.attachments import check_media_support
+from codesign.store import Store, is_remote, local_path
 from codesign.tasks.select import select_tasks
 from codesign.track.report import write_report
 from codesign.trial import TrialSpec
@@ -57,6 +58,11 @@ class Command:
         return self.budget
 
 
+def store_uri(root: str) -> str:
+    """The store as every node must see it: object storage as given, a folder as an absolute path."""
+    return str(root) if is_remote(str(root)) else str(local_path(root))
+
+
 def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str = "") -> list[TrialSpec]:
     plain = lambda key: OmegaConf.to_container(cfg[key], resolve=True)  # noqa: E731
     uses_harness = getattr(get_class(cfg.regime._target_), "uses_harness", True)
@@ -76,7 +82,7 @@ def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str 
             sandbox=plain("sandbox"),
             evaluator=plain("evaluator"),
             seed=int(seed),
-            store_root=str(Path(cfg.store.root).expanduser().resolve()),
+            store_root=store_uri(cfg.store.root),
             node_cache=cfg.paths.node_cache,
             scratch_root=cfg.paths.scratch,
             reuse=bool(cfg.store.reuse),
@@ -197,7 +203,7 @@ def _conclude(cell: Cell) -> dict[str, Any]:
               "breakdowns": breakdown_frame(tasks), "adjusted": adjusted_frame(tasks)}  # fmt: skip
     for name, frame in tables.items():
         frame.write_parquet(cell.out_dir / f"{name}.parquet")
-    store = Path(cell.cfg.store.root).expanduser().resolve()
+    store = Store(store_uri(cell.cfg.store.root))
     write_report(cell.out_dir, tables, records, store, title=f"codesign · {cell.name}")
     print(format_summary(tables["summary"]))
     left_out = format_errors(tasks)

@@ -1,10 +1,17 @@
 """The result store: solves and evaluations under content keys, written atomically.
 
-    <root>/trials/<trial_key>/solve.json, patch.diff, trajectory.jsonl
-    <root>/trials/<trial_key>/evals/<eval_key>/evaluation.json, evidence files
+    <store>/trials/<trial_key>/solve.json, patch.diff, trajectory.jsonl
+    <store>/trials/<trial_key>/evals/<eval_key>/evaluation.json, evidence files
+    <store>/tasks/<task content hash>/gate.json
 
 A stage whose result file exists under its key is not run again, so a killed sweep restarted with the
 same command finishes with nothing lost or duplicated; an evaluator sweep re-grades stored patches.
+
+The store is addressed by URI, like Ray Train's ``storage_path``: a local folder (the default; on a
+cluster, one every node mounts), or object storage (``s3://bucket/prefix``, ``gs://…``, any fsspec
+filesystem) that needs no shared disk. With object storage each node works in a staging folder of its
+own and exchanges one stage's files at a time: it pulls the marker file of a stage before deciding to
+run it, and pushes the stage's files after (the marker last, so a stage is never seen half-written).
 """
 
 from __future__ import annotations
@@ -16,9 +23,9 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 # Bump when grading semantics change, so stored evaluations are not reused across versions.
 EVALUATION_VERSION = "1"
@@ -53,15 +60,133 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
+def is_remote(uri: str) -> bool:
+    """True for a URI with a scheme other than ``file://`` (``s3://…``); a plain path is local."""
+    scheme, sep, _ = str(uri).partition("://")
+    return bool(sep) and scheme not in ("file", "local")
+
+
+def local_path(uri: str | Path) -> Path:
+    return Path(str(uri).removeprefix("file://")).expanduser().resolve()
+
+
+DEFAULT_STAGING = "~/.cache/codesign/store"
+
+
 class Store:
-    def __init__(self, root: str | Path):
-        self.root = Path(root).expanduser().resolve()
+    """The store at ``uri``. ``root`` is where this process reads and writes files: the store itself when
+    it is a local folder, else this node's staging folder for it (under ``staging``)."""
+
+    def __init__(self, uri: str | Path, staging: str | Path | None = None, options: dict[str, Any] | None = None):
+        self.uri = str(uri)
+        self.fs: Any = None
+        if is_remote(self.uri):
+            self.fs, self.base = open_filesystem(self.uri, options)
+            self.root = Path(staging or DEFAULT_STAGING).expanduser().resolve() / content_key(self.uri)
+        else:
+            self.base = ""
+            self.root = local_path(self.uri)
+
+    @property
+    def remote(self) -> bool:
+        return self.fs is not None
 
     def trial_dir(self, trial_key: str) -> Path:
         return self.root / "trials" / trial_key
 
     def eval_dir(self, trial_key: str, eval_key: str) -> Path:
         return self.trial_dir(trial_key) / "evals" / eval_key
+
+    def _remote(self, local: Path) -> str:
+        return f"{self.base.rstrip('/')}/{local.relative_to(self.root).as_posix()}"
+
+    def pull(self, folder: Path, names: Iterable[str]) -> None:
+        """Make this node's copies of ``folder/<name>`` match the store: fetched when stored, removed when
+        not (a copy the store lacks is from a stage that never finished). A no-op for a local store."""
+        if not self.remote:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            target = folder / name
+            try:
+                data = self.fs.cat_file(self._remote(target))
+            except FileNotFoundError:
+                target.unlink(missing_ok=True)
+                continue
+            write_atomic(target, data)
+
+    def push(self, folder: Path, last: str | None = None, skip: tuple[str, ...] = ()) -> None:
+        """Upload every file under ``folder`` (but sub-folders named in ``skip`` and lock files), ``last`` after
+        all the others: its presence in the store marks the stage finished. A no-op for a local store."""
+        if not self.remote or not folder.is_dir():
+            return
+        files = [
+            p for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.name.endswith(".lock") and not p.name.startswith(".")
+            and not any(part in skip for part in p.relative_to(folder).parts[:-1])
+        ]  # fmt: skip
+        files.sort(key=lambda p: p.name == last)  # stable: the marker goes last
+        for p in files:
+            self.fs.pipe_file(self._remote(p), p.read_bytes())
+
+    def read_bytes(self, relative: str) -> bytes | None:
+        """A stored file's content, read straight from the store (nothing is written locally)."""
+        try:
+            if self.remote:
+                return self.fs.cat_file(f"{self.base.rstrip('/')}/{relative}")
+            return (self.root / relative).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return None
+
+    def write_bytes(self, relative: str, data: bytes) -> None:
+        if self.remote:
+            self.fs.pipe_file(f"{self.base.rstrip('/')}/{relative}", data)
+        else:
+            write_atomic(self.root / relative, data)
+
+    def delete(self, relative: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            if self.remote:
+                self.fs.rm_file(f"{self.base.rstrip('/')}/{relative}")
+            else:
+                (self.root / relative).unlink()
+
+
+def open_filesystem(uri: str, options: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """The fsspec filesystem and path for ``uri``, with a fix when its implementation is not installed."""
+    from codesign.errors import ConfigError
+
+    try:
+        import fsspec
+
+        return fsspec.core.url_to_fs(uri, **(options or {}))
+    except ImportError as e:
+        raise ConfigError(
+            f"the store {uri} needs a filesystem package that is not installed: {e}",
+            "install it on every node, e.g. pip install 'codesign[s3]' for s3:// (s3fs) or gcsfs for gs://",
+        ) from e
+    except ValueError as e:
+        raise ConfigError(
+            f"the store URI {uri} is not understood: {e}", "use a folder path or s3://bucket/prefix"
+        ) from e
+
+
+class LockService(Protocol):
+    """Exclusive locks by name across every process of a run (on a cluster: a Ray actor, see
+    ``codesign.execute.ray_pool``); needed when the store is object storage, where file locks cannot be."""
+
+    async def acquire(self, name: str) -> None: ...
+
+    async def release(self, name: str) -> None: ...
+
+
+_LOCK_SERVICE: LockService | None = None
+
+
+def use_lock_service(service: LockService | None) -> None:
+    """Set this process's cross-node lock service (the Ray executor's workers do, at start)."""
+    global _LOCK_SERVICE
+    _LOCK_SERVICE = service
 
 
 # Waiters in this process queue on an asyncio lock (no thread held while waiting: a pool's threads stay free
@@ -71,13 +196,25 @@ LOCK_POLL_S = 0.25
 
 
 @contextlib.asynccontextmanager
-async def stage_lock(path: Path) -> AsyncIterator[None]:
-    """Hold an exclusive lock on ``path`` for one stage of one key. Works across coroutines, processes and —
-    on a store every node mounts — Ray actors on other machines. Waiting never times out: the holder's work
-    (a solve, an evaluation) has its own caps."""
+async def stage_lock(path: Path, store: Store | None = None) -> AsyncIterator[None]:
+    """Hold an exclusive lock on ``path`` for one stage of one key. Works across coroutines, processes and
+    Ray actors on other machines: by ``flock`` on a local store (on a cluster, one every node mounts), by the
+    run's lock service on object storage. Waiting never times out: the holder's work (a solve, an
+    evaluation) has its own caps."""
     path.parent.mkdir(parents=True, exist_ok=True)
     local = _LOCAL_LOCKS.setdefault(str(path), asyncio.Lock())
     async with local:
+        if store is not None and store.remote:
+            service = _LOCK_SERVICE
+            name = store._remote(path)
+            if service is not None:
+                await service.acquire(name)
+            try:
+                yield
+            finally:
+                if service is not None:
+                    await service.release(name)
+            return
         with open(path, "a") as handle:
             while True:
                 try:

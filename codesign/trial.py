@@ -40,7 +40,7 @@ class TrialSpec:
     sandbox: dict[str, Any]
     evaluator: dict[str, Any]
     seed: int = 0
-    store_root: str = "outputs/store"
+    store_root: str = "outputs/store"  # the store's URI: a folder, or object storage (s3://bucket/prefix)
     node_cache: str = "~/.cache/codesign/node_modules"
     scratch_root: str | None = None
     reuse: bool = True
@@ -100,15 +100,16 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
         task = await asyncio.to_thread(load_task, Path(spec.task_dir))
     except TaskError as e:
         return TrialRecord.unrun(spec.task_id, spec.cell, TrialStatus.TASK_ERROR, str(e))
-    store = Store(spec.store_root)
+    node_cache = Path(spec.node_cache).expanduser()
+    store = Store(spec.store_root, staging=node_cache.parent / "store")  # object storage: staged on this node
     trial_key = spec.trial_key(task)
     record = TrialRecord(trial_key, None, task.id, task.track, spec.cell, _labels(task), TrialStatus.OK.value)
     trial_dir = store.trial_dir(trial_key)
-    node_cache = Path(spec.node_cache).expanduser()
 
     # Single flight: trials of one solve key (the cells of an evaluator grid) solve once; the others wait
     # here — on any actor or node sharing the store — and grade the same stored patch.
-    async with stage_lock(trial_dir / ".solve.lock"):
+    async with stage_lock(trial_dir / ".solve.lock", store):
+        await asyncio.to_thread(store.pull, trial_dir, ["solve.json", "patch.diff"])
         solved = read_json(trial_dir / "solve.json")
         if _reusable(solved, spec) and (trial_dir / "patch.diff").is_file():
             patch, record.telemetry = (trial_dir / "patch.diff").read_text(), Telemetry(**solved["telemetry"])
@@ -141,6 +142,7 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
                         "telemetry": asdict(result.telemetry),
                     },
                 )
+            await asyncio.to_thread(store.push, trial_dir, last="solve.json", skip=("evals",))
 
     if record.telemetry.exit_status == ExitStatus.INFRA_ERROR:
         # The framework or its environment failed the solve: an error to report, never a zero to average.
@@ -151,7 +153,8 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
         return record
     record.eval_key = eval_key = spec.eval_key(task, patch)
     eval_dir = store.eval_dir(trial_key, eval_key)
-    async with stage_lock(eval_dir / ".evaluate.lock"):  # two cells with one grading config grade once
+    async with stage_lock(eval_dir / ".evaluate.lock", store):  # two cells with one grading config grade once
+        await asyncio.to_thread(store.pull, eval_dir, ["evaluation.json"])
         stored = read_json(eval_dir / "evaluation.json")
         if _reusable(stored, spec):
             record.evaluation = _evaluation_from(stored)
@@ -170,13 +173,14 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
                     eval_dir / "evaluation.json",
                     {"evaluator": spec.evaluator, "run_id": spec.run_id, **asdict(record.evaluation)},
                 )
+                await asyncio.to_thread(store.push, eval_dir, last="evaluation.json")
     record.status = record.evaluation.status
     if record.status != TrialStatus.OK:
         record.message = record.evaluation.message
     verdicts = record.evaluation.verdicts
     strict = sum(v.verdict == "PASS" for v in verdicts) / len(verdicts) if verdicts else 0.0
     if record.status == TrialStatus.OK and spec.attribution_below is not None and strict < spec.attribution_below:
-        gate = await task_gate(task, browser, node_cache, store.root)
+        gate = await task_gate(task, browser, node_cache, store)
         record.attribution = classify(record, gate, spec.attribution_below)
     return record
 

@@ -70,7 +70,7 @@ def ray_instance() -> Iterator[None]:
 
     # Ray's workers inherit the environment as it is now: the key variable the scripted servers' configs name.
     os.environ.setdefault("CODESIGN_JUDGE_KEY", "sk-judge")
-    ray.init(address="local", include_dashboard=False, num_cpus=2, logging_level="WARNING")
+    ray.init(address="local", include_dashboard=False, num_cpus=2, resources={"browser": 8}, logging_level="WARNING")
     yield
     ray.shutdown()
 

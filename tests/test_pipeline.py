@@ -144,13 +144,48 @@ def test_a_node_that_is_not_ready_is_reported_by_name_before_any_trial(tmp_path,
     cfg = compose_config("tasks.include=[me-bakery-header-mockup]")
     specs = [vars(s) for s in trial_specs(cfg, [("me-bakery-header-mockup", SUITE / "me-bakery-header-mockup")])]
     blocked = tmp_path / "not-a-folder"
-    blocked.write_text("a file where the store should be")
-    specs[0]["store_root"] = str(blocked / "store")
+    blocked.write_text("a file where the node's caches should be")
+    specs[0]["store_root"] = str(tmp_path / "store")
+    specs[0]["node_cache"] = str(blocked / "node_modules")
     seen: list = []
     with pytest.raises(EnvironmentSetupError) as err:
         RayExecutor(num_workers=1).run(specs, seen.append)
-    assert f"{socket.gethostname()}: the store" in str(err.value) and "not writable" in str(err.value)
+    assert "no node is ready" in str(err.value)
+    assert f"{socket.gethostname()}: the node cache {blocked}" in str(err.value) and "not writable" in str(err.value)
     assert seen == []  # no trial started
+    assert not list((tmp_path / "store" / ".codesign" / "node-check").iterdir())  # the run's check file is gone
+
+    specs[0]["store_root"] = str(blocked / "store")  # the driver cannot write the store: refused before Ray work
+    with pytest.raises(EnvironmentSetupError, match="not writable from this machine"):
+        RayExecutor(num_workers=1).run(specs, seen.append)
+
+
+def test_a_node_that_does_not_see_the_drivers_store_is_named(tmp_path):
+    """A local-path store on a cluster must be one shared disk: a node reading another disk has no check file."""
+    from codesign.execute.prerequisites import NodeRequirements, node_problems, store_token
+
+    elsewhere = tmp_path / "node-b-disk" / "store"  # the same path on another machine: a different folder
+    path, token = store_token(str(tmp_path / "store"))
+    problems = node_problems(NodeRequirements(str(elsewhere), None, str(tmp_path / "cache" / "nm"), path, token))
+    assert len(problems) == 1 and "is not the driver's store here" in problems[0] and "s3://" in problems[0]
+    same = node_problems(NodeRequirements(str(tmp_path / "store"), None, str(tmp_path / "cache" / "nm"), path, token))
+    assert same == []
+
+
+def test_a_node_without_the_runs_model_keys_is_told_how_to_pass_them(tmp_path, monkeypatch):
+    from codesign.execute.prerequisites import NodeRequirements, needed_keys, node_problems
+
+    monkeypatch.delenv("CODESIGN_NODE_TEST_KEY", raising=False)
+    specs = [{"model": {"api_key_env": "CODESIGN_NODE_TEST_KEY"}, "evaluator": {"judge": {"api_key_env": "J_KEY"}}}]
+    assert needed_keys(specs) == {"CODESIGN_NODE_TEST_KEY", "J_KEY"}
+    monkeypatch.setenv("J_KEY", "present")
+    problems = node_problems(
+        NodeRequirements(
+            str(tmp_path / "s"), None, str(tmp_path / "c" / "nm"), keys=["CODESIGN_NODE_TEST_KEY", "J_KEY"]
+        )
+    )
+    assert len(problems) == 1 and "CODESIGN_NODE_TEST_KEY" in problems[0] and "J_KEY" not in problems[0]
+    assert "executor.env_from_driver=[CODESIGN_NODE_TEST_KEY]" in problems[0]
 
 
 def test_ray_that_cannot_start_fails_with_a_hint():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import Any
 from codesign._types import Count, TrialRecord
 from codesign.errors import EnvironmentSetupError
 from codesign.execute import Budget
-from codesign.execute.prerequisites import node_problems
+from codesign.execute.prerequisites import NodeRequirements, node_problems
 from codesign.runtime.browser import Browser
 from codesign.trial import TrialSpec, run_trial_safely
 
@@ -25,7 +26,9 @@ class InlineExecutor:
     def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
             budget: Budget | None = None) -> list[TrialRecord]:  # fmt: skip
         if specs:
-            problems = node_problems(specs[0]["store_root"], specs[0].get("scratch_root"), specs[0]["node_cache"])
+            first = specs[0]
+            needs = NodeRequirements(first["store_root"], first.get("scratch_root"), first["node_cache"])
+            problems = node_problems(needs)
             if problems:
                 raise EnvironmentSetupError("this machine is not ready to run trials:\n  " + "\n  ".join(problems),
                                             "run `make setup` (python -m codesign.install run)")  # fmt: skip
@@ -44,6 +47,7 @@ class InlineExecutor:
                     record = budget.skipped(spec)
                 else:
                     record = await run_trial_safely(TrialSpec(**spec), browser)
+                    record.node = socket.gethostname()
                     budget.charge(record)
             on_result(record)
             return record

@@ -3,6 +3,12 @@
 Trials wait on models and browsers, not CPUs. Measured here on latency-bound work: one Ray task per
 trial reached 6% of ideal throughput, an async actor ~90%. So each actor keeps one browser and runs
 up to ``max_concurrency`` trials at once; results stream back as they finish.
+
+On a cluster (docs/cluster.md): actors are spread over the nodes that have room for them (CPU, memory
+and one ``browser`` each), and each checks its node before its first trial — a node that fails is
+named and drained. Task folders travel by content through Ray's object store; the store is a URI every
+node reaches. An actor that dies (its node lost, a crash) is replaced on a live node, and the trials it
+had in flight run again there — bounded by ``max_retries``, each re-run noted on the trial's record.
 """
 
 from __future__ import annotations
@@ -10,28 +16,41 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from codesign._types import Count, NonNegative, TrialRecord, TrialStatus
-from codesign.errors import EnvironmentSetupError
+from codesign.errors import ConfigError, EnvironmentSetupError
 from codesign.execute import Budget
+from codesign.execute.prerequisites import NodeRequirements, needed_keys, store_token
 from codesign.solve.models.limits import endpoint_limits, start_slot_keepers
+
+BROWSER = "browser"  # the custom resource one actor (one Chromium) takes; nodes declare how many they host
 
 
 class TrialWorker:
     """A Ray actor body: one shared browser, many concurrent trials."""
 
-    def __init__(self, browser_executable: str | None, max_concurrency: int = 8, browser_slots: int | None = None):
+    def __init__(self, browser_executable: str | None, max_concurrency: int = 8, browser_slots: int | None = None,
+                 locks: Any = None, holder: str = "") -> None:  # fmt: skip
+        import ray
+
         from codesign.runtime.browser import Browser
+        from codesign.store import use_lock_service
 
         self.browser = Browser(browser_executable, browser_slots)
         self.threads = max_concurrency + 4  # solves run in threads; the default pool is only cores + 4
+        self.node = ray.get_runtime_context().get_node_id()
+        if locks is not None:
+            use_lock_service(_ActorLocks(locks, holder))
 
-    async def run(self, spec: dict[str, Any]) -> TrialRecord:
+    async def run(self, spec: dict[str, Any], task_archive: bytes | None = None) -> TrialRecord:
         import asyncio
         from concurrent.futures import ThreadPoolExecutor
 
@@ -43,9 +62,16 @@ class TrialWorker:
             from codesign.sandbox import scratch
 
             scratch.sweep(spec.get("scratch_root"))
-        return await run_trial_safely(TrialSpec(**spec), self.browser)
+        if task_archive is not None:  # this node's copy of the task, by content
+            from codesign.tasks.archive import unpack
 
-    async def check(self, store_root: str, scratch_root: str | None, node_cache: str) -> list[str]:
+            tasks_cache = Path(spec["node_cache"]).expanduser().parent / "tasks"
+            spec = {**spec, "task_dir": str(await asyncio.to_thread(unpack, task_archive, tasks_cache))}
+        record = await run_trial_safely(TrialSpec(**spec), self.browser)
+        record.node = self.node
+        return record
+
+    async def check(self, requirements: dict[str, Any]) -> list[str]:
         """This node's missing prerequisites (empty when ready), the browser launched for real."""
         import asyncio
         import socket
@@ -53,7 +79,7 @@ class TrialWorker:
         from codesign.errors import CodesignError
         from codesign.execute.prerequisites import node_problems
 
-        problems = await asyncio.to_thread(node_problems, store_root, scratch_root, node_cache)
+        problems = await asyncio.to_thread(node_problems, NodeRequirements(**requirements))
         try:
             await self.browser.get()
         except CodesignError as e:
@@ -64,21 +90,83 @@ class TrialWorker:
         await self.browser.close()
 
 
-def ensure_ray(address: str | None, num_cpus: int | None = None, runtime_env: dict | None = None) -> None:
-    """Connect once per process: ``address`` / ``$RAY_ADDRESS`` for a cluster, else a new local instance.
+class StageLocks:
+    """A Ray actor body: named exclusive locks, each held by one worker. Object storage has no file locks, so
+    the single flight of a stage across nodes is kept here; a dead worker's locks are released by the driver."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, str] = {}
+
+    def acquire(self, name: str, holder: str) -> bool:
+        if name in self.held:
+            return False
+        self.held[name] = holder
+        return True
+
+    def release(self, name: str, holder: str) -> None:
+        if self.held.get(name) == holder:
+            del self.held[name]
+
+    def release_holder(self, holder: str) -> int:
+        names = [n for n, h in self.held.items() if h == holder]
+        for n in names:
+            del self.held[n]
+        return len(names)
+
+
+@dataclass
+class _ActorLocks:
+    """The store's ``LockService`` on a worker: polls the run's ``StageLocks`` actor."""
+
+    actor: Any
+    holder: str
+
+    async def acquire(self, name: str) -> None:
+        import asyncio
+
+        from codesign.store import LOCK_POLL_S
+
+        while not await self.actor.acquire.remote(name, self.holder):
+            await asyncio.sleep(LOCK_POLL_S)
+
+    async def release(self, name: str) -> None:
+        await self.actor.release.remote(name, self.holder)
+
+
+def use_token_auth() -> None:
+    """Ray's token authentication, out of the box: a cluster started with a token (``ray start`` does when
+    ``~/.ray/auth_token`` exists) admits only clients in token mode, and Ray does not switch a client to it by
+    itself. A token-mode client also connects to a cluster without authentication (checked with Ray 2.60), so
+    when a token is at hand and the mode is unset, token mode is chosen."""
+    if os.environ.get("RAY_AUTH_MODE") is not None:
+        return
+    token_file = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or "~/.ray/auth_token").expanduser()
+    if os.environ.get("RAY_AUTH_TOKEN") or token_file.is_file():
+        os.environ["RAY_AUTH_MODE"] = "token"
+        if "ray" in sys.modules:  # Ray caches its config at import: refresh it
+            from ray._raylet import Config
+
+            Config.initialize("")
+
+
+def ensure_ray(address: str | None, num_cpus: int | None = None, runtime_env: dict | None = None,
+               browsers: int | None = None) -> None:  # fmt: skip
+    """Connect once per process: ``address`` / ``$RAY_ADDRESS`` for a cluster, else a new local instance
+    (declaring ``browsers`` units of the ``browser`` resource).
 
     ``address="local"`` is explicit on purpose: a stale cluster file from a killed ``ray start`` makes a
-    plain ``ray.init()`` hang for minutes (ENVIRONMENT.md).
+    plain ``ray.init()`` hang for minutes (docs/cluster.md).
     """
     import ray
 
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    use_token_auth()
     target = address or os.environ.get("RAY_ADDRESS") or "local"
     kwargs: dict[str, Any] = {"address": target, "logging_level": logging.WARNING, "runtime_env": runtime_env}
     if target == "local":
-        kwargs |= {"include_dashboard": False, "num_cpus": num_cpus}
+        kwargs |= {"include_dashboard": False, "num_cpus": num_cpus, "resources": {BROWSER: float(browsers or 2)}}
     # A loaded machine can miss Ray's own start-up deadline (30 s, fixed in Ray): one more try, then a hint.
     for attempt in (1, 2):
         try:
@@ -90,98 +178,294 @@ def ensure_ray(address: str | None, num_cpus: int | None = None, runtime_env: di
                 raise EnvironmentSetupError(
                     f"Ray did not start ({target}): {type(e).__name__}: {str(e)[:500]}",
                     "on a busy machine run without Ray (executor=inline); for a cluster check RAY_ADDRESS / "
-                    "executor.address",
+                    "executor.address, and RAY_AUTH_TOKEN when the cluster uses token authentication",
                 ) from e
+
+
+def _retryable() -> tuple[type[BaseException], ...]:
+    """Failures of the infrastructure under a trial (never of the trial itself): the trial runs again."""
+    from ray import exceptions as rx
+
+    return (rx.RayActorError, rx.WorkerCrashedError, rx.ObjectLostError, rx.NodeDiedError, rx.RaySystemError)
+
+
+@dataclass
+class _Worker:
+    handle: Any
+    node: str
+    holder: str  # the name its stage locks are held under
+    in_flight: int = 0
+    ready: bool = False  # passed its node's self-check
 
 
 @dataclass
 class RayExecutor:
     address: str | None = None  # None: $RAY_ADDRESS, else a new local instance
-    num_workers: Count = 2  # actors (each with its own browser)
+    num_workers: Count | None = 2  # actors (each with its own browser); None: as many as the nodes have room for
     max_concurrency: Count = 8  # trials in flight per actor
     worker_num_cpus: Annotated[float, Field(ge=0)] = 0.5
+    worker_memory_gb: Annotated[float, Field(ge=0)] = 1.0  # memory reserved per actor (Chromium + its trials)
     local_num_cpus: Count | None = None  # CPUs of the local instance (None: all)
-    max_retries: NonNegative = 2  # re-runs of a trial whose actor died (infrastructure), never of agent failures
+    max_retries: NonNegative = 2  # re-runs of a trial whose actor or node died; agent failures never re-run
     browser_executable: str | None = None
     browser_slots: Count | None = None  # evaluations at once per actor (None: the CPU count)
-    runtime_env: dict[str, Any] | None = None  # e.g. {working_dir: ., pip: [...]} for a remote cluster
-    resources: dict[str, float] = field(default_factory=dict)  # custom resources per actor, e.g. {browser: 1}
+    runtime_env: dict[str, Any] | None = None  # e.g. {pip: [codesign]} for a cluster without codesign installed
+    resources: dict[str, float] = field(default_factory=lambda: {BROWSER: 1.0})  # custom resources per actor
+    env_from_driver: list[str] = field(default_factory=list)  # variables (keys) passed to workers by name only
 
     def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
             budget: Budget | None = None) -> list[TrialRecord]:  # fmt: skip
         import ray
 
-        budget = budget or Budget()
-        ensure_ray(self.address, self.local_num_cpus, self.runtime_env)
-        actor_cls = ray.remote(TrialWorker).options(
-            max_concurrency=self.max_concurrency,
-            num_cpus=self.worker_num_cpus,
-            resources=self.resources or None,
-            max_restarts=1,
-        )
-        n = max(1, min(self.num_workers, len(specs)))
-        keepers = start_slot_keepers(endpoint_limits(specs))  # per-endpoint limits shared by every actor
-        workers = [
-            actor_cls.remote(self.browser_executable, self.max_concurrency, self.browser_slots) for _ in range(n)
-        ]
-        pending: dict[Any, tuple[dict[str, Any], int]] = {}
-        queue = list(reversed(specs))
-        # Bounded submission: the budget is checked before each trial is handed to an actor.
-        in_flight = len(workers) * self.max_concurrency
-        submitted = 0
-
-        def submit_more() -> None:
-            nonlocal submitted
-            while queue and len(pending) < in_flight and not budget.exhausted:
-                spec = queue.pop()
-                pending[workers[submitted % len(workers)].run.remote(spec)] = (spec, 0)
-                submitted += 1
-
-        records: list[TrialRecord] = []
-        try:  # every node that will run trials checks itself before the first (paid) solve
-            where = (specs[0]["store_root"], specs[0].get("scratch_root"), specs[0]["node_cache"]) if specs else None
-            checks = [w.check.remote(*where) for w in workers] if where else []
-            problems = sorted({p for found in ray.get(checks) for p in found})
-        except Exception:
-            self._stop(workers, keepers)
-            raise
-        if problems:
-            self._stop(workers, keepers)
-            raise EnvironmentSetupError("nodes are not ready to run trials:\n  " + "\n  ".join(problems),
-                                        "run `make setup` (python -m codesign.install run) on those nodes")  # fmt: skip
-        submit_more()
+        if not specs:
+            return []
+        self._check_runtime_env()
+        ensure_ray(self.address, self.local_num_cpus, self.runtime_env, self.num_workers)
+        here = _on_driver_node()
+        locks = ray.remote(StageLocks).options(num_cpus=0, scheduling_strategy=here).remote()
+        keepers = start_slot_keepers(endpoint_limits(specs), scheduling_strategy=here)
+        store_uri = specs[0]["store_root"]
+        token_path, token = store_token(store_uri)
+        requirements = NodeRequirements(store_uri, specs[0].get("scratch_root"), specs[0]["node_cache"],
+                                        token_path, token, sorted(needed_keys(specs)))  # fmt: skip
+        pool = _Pool(self, specs, locks, requirements, budget or Budget(), on_result)
         try:
-            while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
-                ref = done[0]
-                spec, attempt = pending.pop(ref)
-                try:
-                    record = ray.get(ref)
-                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as e:
-                    if attempt < self.max_retries:
-                        pending[workers[(attempt + 1) % len(workers)].run.remote(spec)] = (spec, attempt + 1)
-                        continue
-                    record = TrialRecord.unrun(spec["task_id"], spec["cell"], TrialStatus.INFRA_ERROR,
-                                               f"worker died {attempt + 1}×: {e}")  # fmt: skip
-                budget.charge(record)
-                records.append(record)
-                on_result(record)
-                submit_more()
-            for spec in reversed(queue):  # left over: the budget is spent
-                record = budget.skipped(spec)
-                records.append(record)
-                on_result(record)
+            return pool.run()
         finally:
-            self._stop(workers, keepers)
-        return records
+            self._stop(list(pool.workers.values()), [locks, *keepers])
+            _remove_store_token(store_uri, token_path)
+
+    def actor_options(self, specs: list[dict[str, Any]]) -> dict[str, Any]:
+        # Keys reach workers by name: the listed variables and the keys the run's models name (api_key_env),
+        # read from the driver's environment into the actors' — never into a config, a name or a file.
+        names = set(self.env_from_driver) | needed_keys(specs)
+        env = {name: os.environ[name] for name in sorted(names) if os.environ.get(name)}
+        return {
+            "max_concurrency": self.max_concurrency,
+            "num_cpus": self.worker_num_cpus,
+            "memory": int(self.worker_memory_gb * 1e9) or None,
+            "resources": self.resources or None,
+            "max_restarts": 0,  # a dead actor is replaced by the pool, on a live node, and its trials re-run
+            "runtime_env": {"env_vars": env} if env else None,
+        }
+
+    def _need(self) -> dict[str, float]:
+        return {"CPU": self.worker_num_cpus, "memory": self.worker_memory_gb * 1e9, **self.resources}
+
+    def _check_runtime_env(self) -> None:
+        from codesign.redact import is_secret_name
+
+        named = (self.runtime_env or {}).get("env_vars") or {}
+        secret = sorted(k for k in named if is_secret_name(k))
+        if secret:
+            raise ConfigError(
+                f"executor.runtime_env.env_vars holds secrets ({', '.join(secret)}): their values would be "
+                "written to the run's config, name and logs",
+                f"name them instead: executor.env_from_driver=[{','.join(secret)}] (values are read from the "
+                "driver's environment and never stored)",
+            )
 
     @staticmethod
-    def _stop(workers: list[Any], keepers: list[Any]) -> None:
+    def _stop(workers: list[_Worker], helpers: list[Any]) -> None:
         import ray
 
         for w in workers:
             with contextlib.suppress(Exception):  # a dead actor has nothing left to close
-                ray.get(w.shutdown.remote(), timeout=10)
-            ray.kill(w)
-        for k in keepers:
-            ray.kill(k)
+                ray.get(w.handle.shutdown.remote(), timeout=10)
+            ray.kill(w.handle)
+        for h in helpers:
+            ray.kill(h)
+
+
+class _Pool:
+    """One run's actors and trials: places workers, feeds them, replaces the dead, re-runs what they lost."""
+
+    def __init__(self, executor: RayExecutor, specs: list[dict[str, Any]], locks: Any,
+                 requirements: NodeRequirements, budget: Budget, on_result: Callable[[TrialRecord], None]):  # fmt: skip
+        import ray
+
+        self.x, self.locks, self.requirements, self.budget, self.on_result = (
+            executor,
+            locks,
+            requirements,
+            budget,
+            on_result,
+        )
+        self.actor = ray.remote(TrialWorker)
+        self.options = executor.actor_options(specs)
+        self.want = max(1, min(executor.num_workers or len(specs), len(specs)))
+        self.archives = _pack_tasks(specs)
+        self.workers: dict[str, _Worker] = {}
+        self.checks: dict[Any, _Worker] = {}
+        self.pending: dict[Any, tuple[dict[str, Any], int, _Worker]] = {}
+        self.queue = [(spec, 0) for spec in reversed(specs)]  # (spec, attempt), taken from the end
+        self.events: dict[int, list[str]] = {}  # id(spec) -> infrastructure events of its lost attempts
+        self.drained: dict[str, list[str]] = {}  # node id -> its self-check's problems
+        self.lost_workers = 0
+        self.records: list[TrialRecord] = []
+
+    def run(self) -> list[TrialRecord]:
+        import ray
+
+        retryable = _retryable()
+        self.start_workers()
+        if not self.checks:
+            raise ConfigError(*_no_room(self.x._need()))
+        while self.checks or self.pending or (self.queue and not self.budget.exhausted):
+            if not self.checks and not self.pending:  # every worker is gone and none could be placed
+                problems = "\n  ".join(p for found in self.drained.values() for p in found) or "none has room"
+                fix = "run `make setup` (python -m codesign.install run) on those nodes"
+                raise EnvironmentSetupError(f"no node is ready to run trials:\n  {problems}", fix)
+            ref = ray.wait([*self.checks, *self.pending], num_returns=1)[0][0]
+            if ref in self.checks:
+                self.checked(ref, retryable)
+            else:
+                self.returned(ref, retryable)
+            self.submit_more()
+        for spec, _ in reversed(self.queue):  # left over: the budget is spent
+            self.finish(self.budget.skipped(spec), spec)
+        return self.records
+
+    def start_workers(self) -> None:
+        placed = [w.node for w in self.workers.values()]
+        for node in _place(self.want - len(self.workers), self.x._need(), set(self.drained), placed):
+            holder = uuid.uuid4().hex
+            handle = self.actor.options(**self.options, scheduling_strategy=_node_affinity(node)).remote(
+                self.x.browser_executable, self.x.max_concurrency, self.x.browser_slots, self.locks, holder
+            )
+            worker = self.workers[holder] = _Worker(handle, node, holder)
+            self.checks[handle.check.remote(vars(self.requirements))] = worker
+
+    def checked(self, ref: Any, retryable: tuple[type[BaseException], ...]) -> None:
+        import ray
+
+        worker = self.checks.pop(ref)
+        try:
+            problems = ray.get(ref)
+        except retryable as e:
+            self.lost(worker, e)
+            return
+        if problems:  # drained: named once, and no actor is placed on that node again
+            self.drained[worker.node] = problems
+            print("node drained, not ready to run trials:\n  " + "\n  ".join(problems), file=sys.stderr)
+            self.lost(worker, RuntimeError("failed its self-check"))
+            return
+        worker.ready = True
+
+    def returned(self, ref: Any, retryable: tuple[type[BaseException], ...]) -> None:
+        import ray
+
+        spec, attempt, worker = self.pending.pop(ref)
+        worker.in_flight -= 1
+        try:
+            record = ray.get(ref)
+        except retryable as e:
+            what = f"attempt {attempt + 1} on node {worker.node[:12]}: {type(e).__name__}: {str(e)[:300]}"
+            self.events.setdefault(id(spec), []).append(what)
+            if isinstance(e, ray.exceptions.RayActorError | ray.exceptions.NodeDiedError):
+                self.lost(worker, e)
+            if attempt < self.x.max_retries:
+                self.queue.append((spec, attempt + 1))  # next in line, on a live worker
+            else:
+                message = f"its worker was lost {attempt + 1}× ({what})"
+                self.finish(TrialRecord.unrun(spec["task_id"], spec["cell"], TrialStatus.INFRA_ERROR, message), spec)
+            return
+        self.finish(record, spec)
+
+    def lost(self, worker: _Worker, error: BaseException) -> None:
+        """A worker is gone (dead, or drained): its locks are freed and a replacement placed on a live node."""
+        import ray
+
+        if self.workers.pop(worker.holder, None) is None:
+            return
+        with contextlib.suppress(Exception):
+            ray.kill(worker.handle)
+        self.locks.release_holder.remote(worker.holder)
+        self.lost_workers += 1
+        if self.lost_workers > (self.x.max_retries + 1) * self.want:  # a cluster that kills every actor
+            fix = "check the nodes' logs (ray logs) and memory (executor.worker_memory_gb)"
+            raise EnvironmentSetupError(f"trial workers keep dying ({self.lost_workers} lost; last: {error})", fix)
+        self.start_workers()
+
+    def submit_more(self) -> None:
+        live = [w for w in self.workers.values() if w.ready]
+        while self.queue and live and not self.budget.exhausted:
+            worker = min(live, key=lambda w: w.in_flight)
+            if worker.in_flight >= self.x.max_concurrency:
+                return
+            spec, attempt = self.queue.pop()
+            worker.in_flight += 1
+            ref = worker.handle.run.remote(spec, self.archives[spec["task_dir"]])
+            self.pending[ref] = (spec, attempt, worker)
+
+    def finish(self, record: TrialRecord, spec: dict[str, Any]) -> None:
+        record.infra_events = self.events.pop(id(spec), [])
+        self.budget.charge(record)
+        self.records.append(record)
+        self.on_result(record)
+
+
+def _on_driver_node() -> Any:
+    """Helpers (locks, endpoint slots) live on the driver's node: they must outlive any worker node."""
+    import ray
+
+    return _node_affinity(ray.get_runtime_context().get_node_id())
+
+
+def _node_affinity(node: str) -> Any:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node, soft=False)
+
+
+def _place(n: int, need: dict[str, float], drained: set[str], placed: list[str]) -> list[str]:
+    """Nodes for ``n`` more actors, spread: each goes to the live node with the fewest of this run's actors
+    that still has room (by its total resources), so a grid is not piled onto one node."""
+    import ray
+
+    room: dict[str, int] = {}
+    for node in ray.nodes():
+        if not node["Alive"] or node["NodeID"] in drained:
+            continue
+        have = node["Resources"]
+        fits = [int(have.get(k, 0) // v) for k, v in need.items() if v > 0]
+        room[node["NodeID"]] = (min(fits) if fits else 1_000) - placed.count(node["NodeID"])
+    chosen: list[str] = []
+    for _ in range(n):
+        free = [node for node, left in room.items() if left > 0]
+        if not free:
+            break
+        node = min(free, key=lambda nd: (placed.count(nd) + chosen.count(nd), nd))
+        chosen.append(node)
+        room[node] -= 1
+    return chosen
+
+
+def _no_room(need: dict[str, float]) -> tuple[str, str]:
+    import ray
+
+    have = ray.cluster_resources()
+    nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
+    short = [f"{k} (an actor needs {v:g}, the largest node has {max((n.get(k, 0) for n in nodes), default=0):g})"
+             for k, v in need.items() if v > 0]  # fmt: skip
+    return (
+        "no Ray node has room for one trial actor: " + "; ".join(short) + f" (cluster: {have})",
+        f"start nodes with a {BROWSER} resource (python -m codesign.cluster start, or ray start "
+        f"--resources='{{\"{BROWSER}\": 2}}'), or lower executor.worker_num_cpus / worker_memory_gb / resources",
+    )
+
+
+def _pack_tasks(specs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each task folder once into Ray's object store: workers on any node unpack it by content."""
+    import ray
+
+    from codesign.tasks.archive import pack
+
+    return {d: ray.put(pack(Path(d))) for d in sorted({s["task_dir"] for s in specs})}
+
+
+def _remove_store_token(store_uri: str, token_path: str) -> None:
+    from codesign.store import Store
+
+    with contextlib.suppress(Exception):
+        Store(store_uri).delete(token_path)

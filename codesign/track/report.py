@@ -17,6 +17,7 @@ from jinja2 import Environment, select_autoescape
 
 from codesign._types import TrialRecord
 from codesign.redact import redact
+from codesign.store import Store
 
 
 def _html_table(frame: pl.DataFrame) -> str:
@@ -39,12 +40,12 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _thumbnail(path: Path) -> str | None:
+def _thumbnail(data: bytes | None) -> str | None:
     from PIL import Image
 
-    if not path.is_file():
+    if data is None:
         return None
-    with Image.open(path) as img:
+    with Image.open(io.BytesIO(data)) as img:
         img = img.convert("RGB")
         img.thumbnail((640, 1200))
         buf = io.BytesIO()
@@ -52,8 +53,10 @@ def _thumbnail(path: Path) -> str | None:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[TrialRecord], store_root: Path,
+def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[TrialRecord], store: Store,
                  title: str) -> Path:  # fmt: skip
+    """Screenshots are read from the store (local or object storage) into the page; traces are linked: by
+    a path relative to the report for a local store, by their URI in object storage."""
     trials: list[dict[str, Any]] = []
     for r in sorted(records, key=lambda r: (r.task_id, str(r.cell))):
         verdicts = r.evaluation.verdicts if r.evaluation else []
@@ -62,7 +65,7 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
                      and e.viewport == "desktop"), None)  # fmt: skip
         image = None
         if shot is not None and shot.path and r.eval_key:
-            image = _thumbnail(store_root / "trials" / r.trial_key / "evals" / r.eval_key / shot.path)
+            image = _thumbnail(store.read_bytes(f"trials/{r.trial_key}/evals/{r.eval_key}/{shot.path}"))
         n_pass = sum(v.verdict == "PASS" for v in verdicts)
         # Traces and screenshots of scripts and spec tests: linked (relative to this report), not embedded.
         kept = {
@@ -70,11 +73,13 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
         }
         files: dict[str, list[tuple[str, str]]] = {}
         if r.eval_key:
-            folder = store_root / "trials" / r.trial_key / "evals" / r.eval_key
+            folder = f"trials/{r.trial_key}/evals/{r.eval_key}"
             for v in verdicts:
                 for eid in v.evidence_ids:
                     if eid in kept:
-                        href = os.path.relpath(folder / str(kept[eid].path), out_dir)
+                        where = f"{folder}/{kept[eid].path}"
+                        href = (f"{store.uri.rstrip('/')}/{where}" if store.remote
+                                else os.path.relpath(store.root / where, out_dir))  # fmt: skip
                         files.setdefault(v.criterion_id, []).append((kept[eid].kind, href))
         t = r.telemetry
         trials.append({

@@ -71,13 +71,14 @@ def endpoint_limits(specs: list[dict[str, Any]]) -> dict[str, int]:
     return limits
 
 
-def start_slot_keepers(limits: dict[str, int]) -> list[Any]:
+def start_slot_keepers(limits: dict[str, int], scheduling_strategy: Any = None) -> list[Any]:
     """On the Ray driver: one named slot keeper per limited endpoint (owned by the driver, so they live as
-    long as the run and die with it)."""
+    long as the run and die with it; placed by ``scheduling_strategy``, e.g. on the driver's node)."""
     import ray
 
     keeper = ray.remote(EndpointSlots)
-    return [keeper.options(name=ACTOR_PREFIX + key, num_cpus=0, max_concurrency=10_000).remote(limit)
+    return [keeper.options(name=ACTOR_PREFIX + key, num_cpus=0, max_concurrency=10_000,
+                           scheduling_strategy=scheduling_strategy).remote(limit)
             for key, limit in limits.items()]  # fmt: skip
 
 
