@@ -109,8 +109,10 @@ def _progress(total: int, prefix: bool):
         what = f"{n_pass}/{len(verdicts)} PASS" if ok else f"{record.status}: {record.message}"
         reused = "+".join(k for k, v in record.cached.items() if v)
         where = f"{record.cell.get('run')}: " if prefix else ""
-        print(f"[{done}/{total} {time.monotonic() - start:5.1f}s] {where}{record.task_id} {what}"
-              + (f" (reused {reused})" if reused else ""), flush=True)  # fmt: skip
+        notes = (f" (reused {reused})" if reused else "") + (f" on {record.node[:8]}" if record.node else "")
+        if record.infra_events:
+            notes += f" after {len(record.infra_events)} lost attempt(s)"
+        print(f"[{done}/{total} {time.monotonic() - start:5.1f}s] {where}{record.task_id} {what}{notes}", flush=True)
 
     return report
 

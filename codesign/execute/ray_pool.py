@@ -133,20 +133,36 @@ class _ActorLocks:
         await self.actor.release.remote(name, self.holder)
 
 
-def use_token_auth() -> None:
-    """Ray's token authentication, out of the box: a cluster started with a token (``ray start`` does when
-    ``~/.ray/auth_token`` exists) admits only clients in token mode, and Ray does not switch a client to it by
-    itself. A token-mode client also connects to a cluster without authentication (checked with Ray 2.60), so
-    when a token is at hand and the mode is unset, token mode is chosen."""
-    if os.environ.get("RAY_AUTH_MODE") is not None:
+def use_token_auth(address: str) -> None:
+    """Ray's token authentication, out of the box. A cluster started with a token (``ray start`` makes one
+    when ``~/.ray/auth_token`` exists) admits only clients in token mode, and Ray does not switch a client
+    to it by itself; a token-mode client of a cluster without tokens connects but cannot start actors
+    (both seen with Ray 2.60). So unless ``RAY_AUTH_MODE`` says otherwise, the cluster is asked (one
+    instant call to its GCS) and the client follows it."""
+    if os.environ.get("RAY_AUTH_MODE") is not None or address == "local":
+        return
+    from ray.exceptions import AuthenticationError
+
+    try:
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+        from ray._raylet import GcsClient
+
+        GcsClient(address=canonicalize_bootstrap_address_or_die(address)).internal_kv_get(b"codesign", None, timeout=30)
+        return  # admitted without a token
+    except AuthenticationError:
+        pass
+    except Exception:  # not reachable (yet), or a ray:// address: ray.init reports it in its own words
         return
     token_file = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or "~/.ray/auth_token").expanduser()
-    if os.environ.get("RAY_AUTH_TOKEN") or token_file.is_file():
-        os.environ["RAY_AUTH_MODE"] = "token"
-        if "ray" in sys.modules:  # Ray caches its config at import: refresh it
-            from ray._raylet import Config
+    if not (os.environ.get("RAY_AUTH_TOKEN") or token_file.is_file()):
+        raise EnvironmentSetupError(
+            f"the Ray cluster at {address} uses token authentication and this machine has no token",
+            "export RAY_AUTH_TOKEN=<the output of `ray get-auth-token` on the head node> and run again",
+        )
+    from ray._raylet import Config
 
-            Config.initialize("")
+    os.environ["RAY_AUTH_MODE"] = "token"
+    Config.initialize("")  # Ray read its mode at import: refresh it
 
 
 def ensure_ray(address: str | None, num_cpus: int | None = None, runtime_env: dict | None = None,
@@ -162,8 +178,8 @@ def ensure_ray(address: str | None, num_cpus: int | None = None, runtime_env: di
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    use_token_auth()
     target = address or os.environ.get("RAY_ADDRESS") or "local"
+    use_token_auth(target)
     kwargs: dict[str, Any] = {"address": target, "logging_level": logging.WARNING, "runtime_env": runtime_env}
     if target == "local":
         kwargs |= {"include_dashboard": False, "num_cpus": num_cpus, "resources": {BROWSER: float(browsers or 2)}}

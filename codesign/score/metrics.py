@@ -84,6 +84,9 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "solve_s": t.wall_s if t else None,
             "eval_s": r.evaluation.wall_s if r.evaluation else None,
             **{k: (r.evaluation.telemetry.get(k) if r.evaluation else None) for k in EVAL_TELEMETRY},
+            "node": r.node or None,  # where it ran (Ray node id)
+            "retries": len(r.infra_events),  # attempts lost to the infrastructure (a dead worker or node) and re-run
+            "infra_events": redact("; ".join(r.infra_events)) or None,
             "attribution": (r.attribution or {}).get("category"),
             "attribution_reason": redact((r.attribution or {}).get("reason") or "") or None,
             "n_criteria": None,
@@ -127,6 +130,9 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "solve_s": pl.Float64,
         "eval_s": pl.Float64,
         **EVAL_TELEMETRY,
+        "node": pl.String,
+        "retries": pl.Int64,
+        "infra_events": pl.String,
         "attribution": pl.String,
         "attribution_reason": pl.String,
         "n_criteria": pl.Int64,
