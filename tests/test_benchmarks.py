@@ -41,3 +41,10 @@ def test_sandbox_benchmark_runs():
 def test_grid_benchmark_runs():
     out = bench("benchmarks/grid.py", "--tasks", "me-bakery-header-mockup", "--latency", "0.2", "--solve-only")
     assert "faster than Hydra's basic launcher on a 2 × 2 grid (4 trials, latency 0.2 s)" in out
+
+
+def test_cluster_benchmark_runs():
+    out = bench("benchmarks/cluster.py", "--seeds", "1", "--latency", "0.2", "--solve-only")
+    assert "two local nodes:" in out and "× the trials/s of one" in out
+    rows = [line.split() for line in out.splitlines() if line[:5].strip() in ("1", "2")]
+    assert [(r[0], r[1]) for r in rows] == [("1", "1"), ("2", "2")]  # the two-node run used both nodes

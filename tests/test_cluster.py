@@ -9,14 +9,13 @@ import os
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from codesign.testing.cluster import LocalCluster
 from tests.helpers import REPO
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.browser]
@@ -25,56 +24,14 @@ ME_TASKS = ["me-bakery-header-mockup", "me-recipe-servings-text", "me-pricing-an
             "me-event-schedule-photo", "me-expense-receipt-pdf"]  # fmt: skip
 
 
-CLUSTER_SCRIPT = """
-import json, os, sys
-from ray.cluster_utils import Cluster
-cluster = Cluster(initialize_head=True, connect=False,
-                  head_node_args={"num_cpus": 2, "resources": {"browser": 1}, "include_dashboard": False})
-second = cluster.add_node(num_cpus=2, resources={"browser": 1})
-cluster.wait_for_nodes()
-print(json.dumps({"address": cluster.address, "head": cluster.head_node.node_id, "second": second.node_id}), flush=True)
-for line in sys.stdin:
-    if line.strip() == "kill-second":
-        cluster.remove_node(second, allow_graceful=False)
-        print("killed", flush=True)
-cluster.shutdown()
-"""
-
-
-@dataclass
-class TwoNodes:
-    """A head and a second node (2 CPUs, room for one trial actor each), token authentication on, run by a
-    process of its own (so this test process's Ray, if any, is not involved)."""
-
-    proc: subprocess.Popen
-    address: str
-    head: str
-    second: str
-    token_path: Path
-
-    def kill_second(self) -> None:
-        assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write("kill-second\n")
-        self.proc.stdin.flush()
-        assert self.proc.stdout.readline().strip() == "killed"
-
-
 @pytest.fixture(scope="module")
-def two_nodes(tmp_path_factory) -> Iterator[TwoNodes]:
-    token = tmp_path_factory.mktemp("ray-auth") / "auth_token"
-    token.write_text(uuid.uuid4().hex + uuid.uuid4().hex)
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token), "RAY_USAGE_STATS_ENABLED": "0"}
-    proc = subprocess.Popen([sys.executable, "-c", CLUSTER_SCRIPT], env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
-    assert proc.stdout is not None
-    info = json.loads(proc.stdout.readline())
-    yield TwoNodes(proc, info["address"], info["head"], info["second"], token)
-    assert proc.stdin is not None
-    proc.stdin.close()  # the script shuts the cluster down
-    proc.wait(timeout=120)
+def two_nodes() -> Iterator[LocalCluster]:
+    """A head and a second node (2 CPUs, room for one trial actor each), token authentication on."""
+    with LocalCluster(nodes=2, cpus=2, browsers=1) as cluster:
+        yield cluster
 
 
-def run_on(cluster: TwoNodes, tmp_path: Path, *overrides: str, env: dict[str, str] | None = None,
+def run_on(cluster: LocalCluster, tmp_path: Path, *overrides: str, env: dict[str, str] | None = None,
            on_line=None) -> tuple[int, str]:  # fmt: skip
     """``python -m codesign`` against the cluster, its output streamed to ``on_line``."""
     command = [sys.executable, "-m", "codesign", "model=oracle", "evaluator=probe", "tracker=none", "tasks=all",
@@ -82,7 +39,7 @@ def run_on(cluster: TwoNodes, tmp_path: Path, *overrides: str, env: dict[str, st
                *overrides]  # fmt: skip
     # As a user's shell would be: the token at hand, the mode not set (codesign asks the cluster).
     full_env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
-    full_env |= {"RAY_ADDRESS": cluster.address, "RAY_AUTH_TOKEN_PATH": str(cluster.token_path), **(env or {})}
+    full_env |= {**cluster.client_env(), **(env or {})}
     proc = subprocess.Popen(command, cwd=tmp_path, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)  # fmt: skip
     lines: list[str] = []
@@ -96,14 +53,14 @@ def run_on(cluster: TwoNodes, tmp_path: Path, *overrides: str, env: dict[str, st
 
 def test_a_grid_spreads_over_two_nodes_and_survives_losing_one(two_nodes, tmp_path, node_cache):
     cluster = two_nodes
-    head_id, second_id = cluster.head, cluster.second
+    head_id, second_id = cluster.nodes
     killed = threading.Event()
 
     def kill_second_after_its_first_trial(line: str) -> None:
         # "[k/N …] … on <node>": once the second node has delivered a trial, it still has others in flight
         if not killed.is_set() and f"on {second_id[:8]}" in line:
             killed.set()
-            cluster.kill_second()
+            cluster.kill(1)
 
     store = tmp_path / "store"
     code, output = run_on(

@@ -407,7 +407,9 @@ class _Pool:
         live = [w for w in self.workers.values() if w.ready]
         while self.queue and live and not self.budget.exhausted:
             worker = min(live, key=lambda w: w.in_flight)
-            if worker.in_flight >= self.x.max_concurrency:
+            # A fair share, counting workers still starting: the first ready one must not take the whole grid.
+            share = -(-(len(self.queue) + len(self.pending)) // len(self.workers))
+            if worker.in_flight >= min(self.x.max_concurrency, max(1, share)):
                 return
             spec, attempt = self.queue.pop()
             worker.in_flight += 1
