@@ -112,3 +112,23 @@ def test_keys_in_the_runtime_env_are_refused_with_the_way_to_pass_them():
     with pytest.raises(ConfigError, match="OPENAI_API_KEY") as err:
         executor.run([{"task_id": "t"}], print)
     assert "executor.env_from_driver=[OPENAI_API_KEY]" in err.value.hint and "LOG_LEVEL" not in str(err.value)
+
+
+def test_a_dead_workers_endpoint_slots_are_freed():
+    """An actor that dies mid-call never releases its endpoint slot: the pool frees them by holder."""
+    from codesign.solve.models.limits import EndpointSlots
+
+    async def scenario() -> tuple[int, int, bool]:
+        slots = EndpointSlots(limit=2)
+        await slots.acquire("dead-worker")
+        await slots.acquire("live-worker")
+        blocked = asyncio.create_task(slots.acquire("live-worker"))
+        await asyncio.sleep(0.05)
+        waiting = not blocked.done()
+        freed = await slots.release_holder("dead-worker")
+        await asyncio.wait_for(blocked, 5)
+        await slots.release("dead-worker")  # a late release of a freed slot changes nothing
+        return freed, slots.in_flight, waiting
+
+    freed, in_flight, waiting = asyncio.run(scenario())
+    assert waiting and freed == 1 and in_flight == 2

@@ -42,11 +42,13 @@ class TrialWorker:
         import ray
 
         from codesign.runtime.browser import Browser
+        from codesign.solve.models import limits
         from codesign.store import use_lock_service
 
         self.browser = Browser(browser_executable, browser_slots)
         self.threads = max_concurrency + 4  # solves run in threads; the default pool is only cores + 4
         self.node = ray.get_runtime_context().get_node_id()
+        limits.HOLDER = holder
         if locks is not None:
             use_lock_service(_ActorLocks(locks, holder))
 
@@ -244,7 +246,7 @@ class RayExecutor:
         token_path, token = store_token(store_uri)
         requirements = NodeRequirements(store_uri, specs[0].get("scratch_root"), specs[0]["node_cache"],
                                         token_path, token, sorted(needed_keys(specs)))  # fmt: skip
-        pool = _Pool(self, specs, locks, requirements, budget or Budget(), on_result)
+        pool = _Pool(self, specs, [locks, *keepers], requirements, budget or Budget(), on_result)
         try:
             return pool.run()
         finally:
@@ -296,17 +298,13 @@ class RayExecutor:
 class _Pool:
     """One run's actors and trials: places workers, feeds them, replaces the dead, re-runs what they lost."""
 
-    def __init__(self, executor: RayExecutor, specs: list[dict[str, Any]], locks: Any,
+    def __init__(self, executor: RayExecutor, specs: list[dict[str, Any]], holders: list[Any],
                  requirements: NodeRequirements, budget: Budget, on_result: Callable[[TrialRecord], None]):  # fmt: skip
         import ray
 
-        self.x, self.locks, self.requirements, self.budget, self.on_result = (
-            executor,
-            locks,
-            requirements,
-            budget,
-            on_result,
-        )
+        self.x, self.requirements, self.budget, self.on_result = executor, requirements, budget, on_result
+        # The stage locks first, then the endpoint slot keepers: each frees what a dead worker held.
+        self.locks, self.holders = holders[0], holders
         self.actor = ray.remote(TrialWorker)
         self.options = executor.actor_options(specs)
         self.want = max(1, min(executor.num_workers or len(specs), len(specs)))
@@ -396,7 +394,8 @@ class _Pool:
             return
         with contextlib.suppress(Exception):
             ray.kill(worker.handle)
-        self.locks.release_holder.remote(worker.holder)
+        for helper in self.holders:
+            helper.release_holder.remote(worker.holder)
         self.lost_workers += 1
         if self.lost_workers > (self.x.max_retries + 1) * self.want:  # a cluster that kills every actor
             fix = "check the nodes' logs (ray logs) and memory (executor.worker_memory_gb)"

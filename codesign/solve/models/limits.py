@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 ACTOR_PREFIX = "codesign-endpoint-"
+HOLDER = ""  # this process's name with the slot keepers (a trial worker's), so its slots can be freed if it dies
 MODEL_TARGET = "LitellmModel"
 
 _local: dict[str, threading.BoundedSemaphore] = {}
@@ -36,15 +37,28 @@ class EndpointSlots:
         self._free = asyncio.Semaphore(limit)
         self.in_flight = 0
         self.peak = 0
+        self.held: dict[str, int] = {}  # holder (a trial worker) -> slots it holds
 
-    async def acquire(self) -> None:
+    async def acquire(self, holder: str = "") -> None:
         await self._free.acquire()
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
+        self.held[holder] = self.held.get(holder, 0) + 1
 
-    async def release(self) -> None:
+    async def release(self, holder: str = "") -> None:
+        if self.held.get(holder, 0) <= 0:  # already freed with its holder
+            return
+        self.held[holder] -= 1
         self.in_flight -= 1
         self._free.release()
+
+    async def release_holder(self, holder: str) -> int:
+        """Free every slot of a worker that died mid-call (its calls will never release them)."""
+        count = self.held.pop(holder, 0)
+        for _ in range(count):
+            self.in_flight -= 1
+            self._free.release()
+        return count
 
     async def stats(self) -> dict[str, int]:
         return {"limit": self.limit, "in_flight": self.in_flight, "peak": self.peak}
@@ -104,11 +118,11 @@ def endpoint_slot(model: str, api_base: str | None, limit: int | None) -> Iterat
     if keeper is not None:
         import ray
 
-        ray.get(keeper.acquire.remote())
+        ray.get(keeper.acquire.remote(HOLDER))
         try:
             yield
         finally:
-            ray.get(keeper.release.remote())
+            ray.get(keeper.release.remote(HOLDER))
         return
     with _local_lock:
         semaphore = _local.setdefault(key, threading.BoundedSemaphore(limit))
