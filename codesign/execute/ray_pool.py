@@ -239,18 +239,19 @@ class RayExecutor:
             return []
         self._check_runtime_env()
         ensure_ray(self.address, self.local_num_cpus, self.runtime_env, self.num_workers)
-        here = _on_driver_node()
-        locks = ray.remote(StageLocks).options(num_cpus=0, scheduling_strategy=here).remote()
-        keepers = start_slot_keepers(endpoint_limits(specs), scheduling_strategy=here)
         store_uri = specs[0]["store_root"]
         token_path, token = store_token(store_uri)
         requirements = NodeRequirements(store_uri, specs[0].get("scratch_root"), specs[0]["node_cache"],
                                         token_path, token, sorted(needed_keys(specs)))  # fmt: skip
-        pool = _Pool(self, specs, [locks, *keepers], requirements, budget or Budget(), on_result)
+        here = _on_driver_node()
+        locks = ray.remote(StageLocks).options(num_cpus=0, scheduling_strategy=here).remote()
+        keepers = start_slot_keepers(endpoint_limits(specs), scheduling_strategy=here)
+        pool: _Pool | None = None
         try:
+            pool = _Pool(self, specs, [locks, *keepers], requirements, budget or Budget(), on_result)
             return pool.run()
         finally:
-            self._stop(list(pool.workers.values()), [locks, *keepers])
+            self._stop(list(pool.workers.values()) if pool else [], [locks, *keepers])
             _remove_store_token(store_uri, token_path)
 
     def actor_options(self, specs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -315,6 +316,7 @@ class _Pool:
         self.queue = [(spec, 0) for spec in reversed(specs)]  # (spec, attempt), taken from the end
         self.events: dict[int, list[str]] = {}  # id(spec) -> infrastructure events of its lost attempts
         self.drained: dict[str, list[str]] = {}  # node id -> its self-check's problems
+        self.suspect: set[str] = set()  # nodes where a worker died
         self.lost_workers = 0
         self.records: list[TrialRecord] = []
 
@@ -342,7 +344,11 @@ class _Pool:
 
     def start_workers(self) -> None:
         placed = [w.node for w in self.workers.values()]
-        for node in _place(self.want - len(self.workers), self.x._need(), set(self.drained), placed):
+        missing = self.want - len(self.workers)
+        # A node that just lost a worker may still be listed alive for a while: other nodes come first.
+        nodes = _place(missing, self.x._need(), set(self.drained) | self.suspect, placed)
+        nodes += _place(missing - len(nodes), self.x._need(), set(self.drained), placed + nodes)
+        for node in nodes:
             holder = uuid.uuid4().hex
             handle = self.actor.options(**self.options, scheduling_strategy=_node_affinity(node)).remote(
                 self.x.browser_executable, self.x.max_concurrency, self.x.browser_slots, self.locks, holder
@@ -392,6 +398,7 @@ class _Pool:
 
         if self.workers.pop(worker.holder, None) is None:
             return
+        self.suspect.add(worker.node)
         with contextlib.suppress(Exception):
             ray.kill(worker.handle)
         for helper in self.holders:
