@@ -1,0 +1,48 @@
+"""``python -m codesign.report PATH… [--out report.html] [--no-plots]``
+
+Takes any mix of run folders and multirun/sweep folders (every folder with a ``tasks.parquet`` at or below
+each PATH), keeps each trial once (runs that overlap are de-duplicated), and prints the paper's tables as
+Markdown; writes a self-contained HTML page with the tables and figures, linking each run's own report and
+each trial's evidence, and the tables as parquet next to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from codesign.errors import CodesignError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m codesign.report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="+", type=Path, help="run folders and multirun/sweep folders")
+    parser.add_argument("--out", type=Path, default=Path("outputs/report/report.html"), help="the HTML page")
+    parser.add_argument("--title", default="codesign report")
+    parser.add_argument("--no-plots", action="store_true", help="tables only (faster)")
+    args = parser.parse_args(argv)
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from codesign.report import build_report, collect, find_runs, markdown, write_html
+
+    try:
+        report = build_report(collect(find_runs(args.paths)), draw=not args.no_plots)
+    except CodesignError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    Console(width=200).print(Markdown(markdown(report)))
+    c = report.collection
+    print(f"runs used: {len(c.used)} of {len(c.runs)} ({c.duplicates} duplicate trial rows counted once)")
+    for run in c.used:
+        print(f"  {run.name}")
+    page = write_html(report, args.out, args.title)
+    for name, frame in report.frames().items():
+        frame.write_parquet(page.parent / f"{name}.parquet")
+    print(f"report: {page} (tables: {', '.join(f'{n}.parquet' for n in report.frames())})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""One report from many runs: the tables (``Report``), a self-contained HTML page and Markdown for the terminal."""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import polars as pl
+from jinja2 import Environment, select_autoescape
+
+from codesign.redact import redact
+from codesign.report import plots, tables
+from codesign.report.collect import Collection
+from codesign.score.metrics import CELL
+from codesign.store import is_remote, local_path
+
+# The main table's columns, in the order shown (the rest stay in the parquet files).
+MAIN_COLUMNS = [*CELL, "track", "tasks", "strict", "strict_lo", "strict_hi", "strict_sd", "graded", "full_pass",
+                "zero_pass", "turns_median", "tool_calls", "input_tokens", "output_tokens", "cost_usd",
+                "solve_s_median", "errors", "aborted", "capped", "skipped"]  # fmt: skip
+
+
+@dataclass
+class Report:
+    collection: Collection
+    main: pl.DataFrame
+    breakdowns: pl.DataFrame
+    sensitivity: pl.DataFrame
+    rho: pl.DataFrame
+    attribution: pl.DataFrame
+    adjusted: pl.DataFrame
+    agreement: pl.DataFrame
+    figures: dict[str, list[tuple[str, bytes]]] = field(default_factory=dict)
+
+    def frames(self) -> dict[str, pl.DataFrame]:
+        return {"main": self.main, "breakdowns": self.breakdowns, "sensitivity": self.sensitivity, "rho": self.rho,
+                "attribution": self.attribution, "adjusted": self.adjusted, "agreement": self.agreement}  # fmt: skip
+
+
+def build_report(collection: Collection, draw: bool = True) -> Report:
+    tasks = collection.tasks
+    main = tables.main_table(tasks)
+    side, rho = tables.sensitivity(main)
+    breakdowns = tables.breakdowns(tasks)
+    report = Report(collection, main, breakdowns, side, rho, tables.attribution(tasks),
+                    tables.adjusted(tasks, main), tables.agreement(collection.verdicts))  # fmt: skip
+    if draw:
+        report.figures = _figures(report)
+    return report
+
+
+def _figures(report: Report) -> dict[str, list[tuple[str, bytes]]]:
+    main = report.main
+    heat = []
+    if main["harness"].n_unique() > 1:
+        heat.append(("harness × model", plots.heat_map(main, "harness", "model")))
+    if main["evaluator"].n_unique() > 1:
+        heat.append(("evaluator × model", plots.heat_map(main, "evaluator", "model")))
+    figures = {
+        "main": [("strict per cell and track", plots.score_bars(main))],
+        "breakdowns": [
+            ("ME by modality", plots.breakdown_bars(report.breakdowns, "modality", "ME by attachment modality")),
+            ("RE by edit scope", plots.breakdown_bars(report.breakdowns, "edit_types", "RE by number of edit types")),
+        ],
+        "heat": heat,
+        "agreement": [("agreement", plots.agreement_bars(report.agreement))],
+    }
+    return {k: [(name, png) for name, png in v if png] for k, v in figures.items()}
+
+
+def _html_table(frame: pl.DataFrame) -> str:
+    from codesign.track.report import _html_table as per_run_table
+
+    return per_run_table(frame)
+
+
+def write_html(report: Report, path: Path, title: str = "codesign report") -> Path:
+    """A self-contained page: tables, figures embedded as data URIs, links to each run's own report and each
+    trial's stored evidence (relative to the page, so the folder can be moved or shared as a whole)."""
+    out_dir = path.parent.resolve()
+    kept = report.collection.tasks
+    runs = []
+    for run in report.collection.runs:
+        n = kept.filter(pl.col("run") == run.name).height
+        href = os.path.relpath(run.report, out_dir) if run.report else None
+        runs.append({"name": run.name, "kept": n, "href": href})
+    by_run = {r.name: r for r in report.collection.runs}
+    trials = []
+    for row in kept.iter_rows(named=True):
+        run = by_run[row["run"]]
+        evidence_href = evidence_uri = None
+        if row.get("trial_key") and row.get("eval_key") and run.store:
+            where = f"trials/{row['trial_key']}/evals/{row['eval_key']}"
+            if is_remote(run.store):
+                evidence_uri = f"{run.store.rstrip('/')}/{where}"
+            elif (folder := local_path(run.store) / where).is_dir():
+                evidence_href = os.path.relpath(folder, out_dir) + "/"
+        trials.append({
+            "cell": " · ".join(f"{c}={row[c]}" for c in CELL), "task_id": row["task_id"], "seed": row["seed"],
+            "status": row["status"], "strict": "" if row["strict"] is None else f"{row['strict']:.3f}",
+            "run": run.name, "report": os.path.relpath(run.report, out_dir) if run.report else None,
+            "evidence_href": evidence_href, "evidence_uri": evidence_uri,
+        })  # fmt: skip
+    data_uri = lambda png: "data:image/png;base64," + base64.b64encode(png).decode()  # noqa: E731
+    main = report.main.select([c for c in MAIN_COLUMNS if c in report.main.columns])
+    template = resources.files("codesign.report").joinpath("templates/report.html").read_text()
+    html = (
+        Environment(autoescape=select_autoescape(default=True))
+        .from_string(template)
+        .render(
+            title=title,
+            subtitle=f"{kept.height} trials from {len(report.collection.used)} of {len(report.collection.runs)} runs",
+            runs=runs,
+            duplicates=report.collection.duplicates,
+            main=_html_table(main),
+            combined=_html_table(main.filter(pl.col("track") == "ALL")),
+            breakdowns=_html_table(report.breakdowns),
+            sensitivity=_html_table(report.sensitivity) if report.sensitivity.height else "",
+            rho=_html_table(report.rho),
+            attribution=_html_table(report.attribution),
+            adjusted=_html_table(report.adjusted),
+            agreement=_html_table(report.agreement) if report.agreement.height else "",
+            figures={k: [(n, data_uri(p)) for n, p in v] for k, v in report.figures.items()},
+            trials=trials,
+        )
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(redact(html))
+    return path
+
+
+def markdown(report: Report) -> str:
+    """The tables as Markdown, for the terminal (rendered by rich) or a paper draft."""
+    main = report.main.select([c for c in MAIN_COLUMNS if c in report.main.columns])
+    parts = [("Main table", main), ("Combined (all tasks weighted equally)", main.filter(pl.col("track") == "ALL")),
+             ("Breakdowns", report.breakdowns)]  # fmt: skip
+    if report.sensitivity.height:
+        parts += [("Sensitivity", report.sensitivity), ("Rank stability (Spearman ρ)", report.rho)]
+    parts += [("Failure attribution", report.attribution), ("Environment-adjusted", report.adjusted)]
+    if report.agreement.height:
+        parts.append(("Judge-vs-judge agreement", report.agreement))
+    text = []
+    for title, frame in parts:
+        text.append(f"### {title}\n\n{_markdown_table(frame)}")
+    return "\n\n".join(text)
+
+
+def _markdown_table(frame: pl.DataFrame) -> str:
+    if frame.is_empty():
+        return "_none_"
+    shown = frame.with_columns(pl.col(pl.Float64).round(3))
+    with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
+                   tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=60):  # fmt: skip
+        return str(shown)

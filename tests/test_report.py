@@ -1,0 +1,135 @@
+"""``python -m codesign.report`` over three offline runs — a two-cell multirun, a run of one of its cells
+again, and a re-grading of the solves with an LLM judge — checked against numbers computed by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+import polars as pl
+import pytest
+import yaml
+
+from codesign.testing.model_server import Reply, ScriptedModelServer, ServedRequest
+from tests.helpers import REPO, cli
+from tests.test_judge import KEY_ENV, not_refuted, verdict
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TASK = "me-recipe-servings-text"
+KINDS = {
+    c["id"]: c["kind"]
+    for c in yaml.safe_load((REPO / "codesign/suite" / TASK / "criteria.yaml").read_text())["criteria"]
+}
+
+
+def lenient_judge(req: ServedRequest) -> Reply:
+    """PASS on what a screenshot shows, FAIL on interactions (it never clicks): 3 of the task's 8 criteria."""
+    text = json.dumps(req.messages)
+    if "adversarial reviewer" in json.dumps(req.messages[0]):
+        return not_refuted()
+    cid = next(c for c in KINDS if f"id: {c}" in text)
+    if KINDS[cid] == "interaction":
+        return verdict("FAIL", ["shot:/@desktop"], "no interaction was tried")
+    return verdict("PASS", ["shot:/@desktop", "dom:/@desktop"])
+
+
+@pytest.fixture(scope="module")
+def three_runs(tmp_path_factory) -> tuple[Path, list[Path]]:
+    root = tmp_path_factory.mktemp("report")
+    common = ["tasks=all", f"tasks.include=[{TASK}]", "executor=inline", "tracker=none", f"store.root={root / 'store'}"]
+    env = {**os.environ, KEY_ENV: "sk-judge-report"}
+    a = cli("-m", "model=oracle,noop", "evaluator=probe", f"hydra.sweep.dir={root / 'a'}", *common, env=env, cwd=root)
+    assert a.returncode == 0, a.stderr[-3000:]
+    b = cli("model=oracle", "evaluator=probe", f"hydra.run.dir={root / 'b'}", *common, env=env, cwd=root)
+    assert b.returncode == 0, b.stderr[-3000:]
+    with ScriptedModelServer(lenient_judge) as judge:
+        llm = ["evaluator=llm", "evaluator.judge.name=lenient", "evaluator.judge.model=openai/lenient",
+               f"evaluator.judge.api_base={judge.openai_base}", f"evaluator.judge.api_key_env={KEY_ENV}",
+               "evaluator.verifier.model=openai/verifier", f"evaluator.verifier.api_base={judge.openai_base}",
+               f"evaluator.verifier.api_key_env={KEY_ENV}", "evaluator.frames=[]"]  # fmt: skip
+        c = cli("model=noop", *llm, f"hydra.run.dir={root / 'c'}", *common, env=env, cwd=root)
+    assert c.returncode == 0, c.stderr[-3000:]
+    return root, [root / "a", root / "b", root / "c"]
+
+
+def run_report(root: Path, *paths: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    out = root / "combined" / "report.html"
+    proc = subprocess.run([sys.executable, "-m", "codesign.report", *map(str, paths), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc, out
+
+
+def test_the_report_combines_dedupes_and_matches_hand_computed_numbers(three_runs):
+    root, runs = three_runs
+    proc, out = run_report(root, *runs)
+    noop_probe = pl.read_parquet(next((root / "a").glob("*model=noop*")) / "verdicts.parquet")
+    # By hand: Strict = PASS share of the task's 8 criteria; one task, so task-normalized = that share.
+    noop_probe_strict = (noop_probe["verdict"] == "PASS").sum() / len(KINDS)
+    lenient_strict = sum(k != "interaction" for k in KINDS.values()) / len(KINDS)
+    main = pl.read_parquet(out.parent / "main.parquet").filter(pl.col("track") == "ALL")
+    got = {(r["model"], r["evaluator"]): r for r in main.iter_rows(named=True)}
+    assert set(got) == {("oracle", "probe"), ("noop", "probe"), ("noop", "llm")}
+    assert got["oracle", "probe"]["strict"] == 1.0 and got["oracle", "probe"]["full_pass"] == 1.0
+    assert got["noop", "probe"]["strict"] == pytest.approx(noop_probe_strict)
+    assert got["noop", "llm"]["strict"] == pytest.approx(lenient_strict) == 0.375
+    assert all(r["trials"] == 1 for r in got.values())  # the oracle cell of runs a and b counted once
+    assert "runs used: 3 of 4 (1 duplicate trial rows counted once)" in proc.stdout
+    used = [line.strip() for line in proc.stdout.splitlines() if line.startswith("  /")]
+    assert str(root / "b") in used and not any("model=oracle" in u for u in used)  # the later oracle run won
+    sensitivity = pl.read_parquet(out.parent / "sensitivity.parquet").filter(pl.col("track") == "ALL")
+    shift = sensitivity.filter((pl.col("factor") == "evaluator") & (pl.col("model") == "noop"))["largest_shift"]
+    assert shift.to_list() == [pytest.approx(abs(noop_probe_strict - lenient_strict))]
+    # Judge-vs-judge: the probe evaluator and the lenient judge graded the same noop solve.
+    agreement = pl.read_parquet(out.parent / "agreement.parquet").row(0, named=True)
+    llm_verdicts = pl.read_parquet(root / "c" / "verdicts.parquet")
+    pairs = noop_probe.join(llm_verdicts, on="criterion_id", suffix="_llm")
+    assert agreement["criteria"] == len(KINDS)
+    assert agreement["agreement"] == pytest.approx((pairs["verdict"] == pairs["verdict_llm"]).mean())
+
+
+def test_the_html_report_renders_in_chromium_without_broken_parts(three_runs, loop, browser):
+    root, runs = three_runs
+    _, out = run_report(root, *runs)
+
+    async def inspect() -> dict:
+        context = await (await browser.get()).new_context()
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        await page.goto(out.as_uri())
+        images = await page.eval_on_selector_all("img", "els => els.map(e => [e.alt, e.complete && e.naturalWidth])")
+        links = await page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+        sections = await page.eval_on_selector_all("h2", "els => els.map(e => e.id)")
+        tables = await page.eval_on_selector_all("table", "els => els.length")
+        broken = []
+        for href in links:
+            response = await context.request.get(href) if href.startswith("http") else None
+            if response is None and not Path(unquote(href.removeprefix("file://").split("#")[0])).exists():
+                broken.append(href)
+        await context.close()
+        return {"errors": errors, "images": images, "links": links, "broken": broken, "sections": sections,
+                "tables": tables}  # fmt: skip
+
+    seen = loop.run(inspect())
+    assert seen["errors"] == [] and seen["broken"] == []
+    assert seen["images"] and all(width for _, width in seen["images"]), seen["images"]
+    assert {"strict per cell and track", "evaluator × model", "agreement"} <= {alt for alt, _ in seen["images"]}
+    assert {"main", "combined", "breakdowns", "sensitivity", "attribution", "agreement", "trials"} <= set(
+        seen["sections"]
+    )
+    assert seen["tables"] >= 8
+    assert any(link.endswith("/report.html") for link in seen["links"])  # each run's own report
+    assert any("/evals/" in link for link in seen["links"])  # each trial's evidence
+
+
+def test_a_folder_without_runs_is_a_clear_error(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "codesign.report", str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)  # fmt: skip
+    assert proc.returncode == 2 and "no codesign run under" in proc.stderr and "multirun" in proc.stderr
