@@ -25,11 +25,13 @@ register_resolvers()
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def main(cfg: DictConfig) -> Any:
     from codesign.runner import job
+    from codesign.track.wandb import sweep_group
 
     hc = HydraConfig.get()
     sweep = Path(hc.sweep.dir) if hc.mode.name == "MULTIRUN" else None
     name = Path(hc.runtime.output_dir).name if sweep else hc.job.override_dirname or "default"
-    return job(cfg, Path(hc.runtime.output_dir), name, sweep.name if sweep else None, sweep and str(sweep.resolve()))
+    group = sweep_group(hc.mode.name, str(hc.sweep.dir), hc.runtime.choices.get("experiment"))
+    return job(cfg, Path(hc.runtime.output_dir), name, group, sweep and str(sweep.resolve()))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ def test_default_run_scores_oracle_perfectly_and_logs_wandb_offline(tmp_path):
     """`python -m codesign` with no arguments: bundled tasks, oracle, probes, W&B offline, own local Ray."""
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "WANDB_API_KEY", "WANDB_MODE")}
     env["CODESIGN_STORE"] = str(tmp_path / "store")
+    env["NETRC"] = str(tmp_path / "no-netrc")  # no `wandb login` credentials: auto mode is offline
     proc = cli(f"hydra.run.dir={tmp_path / 'run'}", env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     table = [line for line in proc.stdout.splitlines() if line.startswith("| oracle")]
@@ -41,7 +42,8 @@ def test_default_run_scores_oracle_perfectly_and_logs_wandb_offline(tmp_path):
     assert list(runs[0].glob("run-*.wandb"))
     tables = {p.name.split("_")[0] for p in (runs[0] / "files" / "media" / "table").glob("*.table.json")}
     assert {"tasks", "verdicts", "summary"} <= tables
-    assert "results-" in (next(runs[0].glob("run-*.wandb")).read_bytes().decode("latin-1"))  # the artifact
+    logged = next(runs[0].glob("run-*.wandb")).read_bytes().decode("latin-1")
+    assert "results-" in logged and "trials-" in logged  # the artifacts: tables, and patches + trajectories
 
 
 def test_sweep_runs_two_cells_on_an_existing_ray_cluster(tmp_path, ray_instance):

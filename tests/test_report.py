@@ -57,9 +57,10 @@ def three_runs(tmp_path_factory) -> tuple[Path, list[Path]]:
     return root, [root / "a", root / "b", root / "c"]
 
 
-def run_report(root: Path, *paths: Path) -> tuple[subprocess.CompletedProcess, Path]:
-    out = root / "combined" / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "codesign.report", *map(str, paths), "--out", str(out)],
+def run_report(root: Path, *paths: Path, extra: tuple[str, ...] = (), folder: str = "combined"
+               ) -> tuple[subprocess.CompletedProcess, Path]:  # fmt: skip
+    out = root / folder / "report.html"
+    proc = subprocess.run([sys.executable, "-m", "codesign.report", *map(str, paths), "--out", str(out), *extra],
                           capture_output=True, text=True, timeout=600, cwd=REPO)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc, out
@@ -127,6 +128,19 @@ def test_the_html_report_renders_in_chromium_without_broken_parts(three_runs, lo
     assert seen["tables"] >= 8
     assert any(link.endswith("/report.html") for link in seen["links"])  # each run's own report
     assert any("/evals/" in link for link in seen["links"])  # each trial's evidence
+
+
+def test_the_report_goes_to_one_wandb_run_in_the_runs_group(three_runs):
+    root, runs = three_runs
+    proc, out = run_report(root, runs[0], extra=("--wandb",), folder="to-wandb")  # WANDB_MODE=offline (conftest)
+    assert "W&B:" in proc.stdout and "job_type=report" in proc.stdout
+    assert f"group={root.name}/a)" in proc.stdout  # the sweep's group: its folder's last two parts
+    wandb_run = next((out.parent / "wandb").glob("offline-run-*"))
+    logged = next(wandb_run.glob("run-*.wandb")).read_bytes().decode("latin-1")
+    assert "report-" in logged and "report" in logged  # the artifact and the job type
+    tables = {p.name.split("_")[0] for p in (wandb_run / "files" / "media" / "table").glob("*.table.json")}
+    assert {"main", "breakdowns", "sensitivity", "rho", "attribution", "adjusted", "agreement"} <= tables
+    assert list((wandb_run / "files" / "media" / "images").rglob("*.png"))  # the figures
 
 
 def test_a_folder_without_runs_is_a_clear_error(tmp_path):

@@ -132,3 +132,20 @@ def test_a_dead_workers_endpoint_slots_are_freed():
 
     freed, in_flight, waiting = asyncio.run(scenario())
     assert waiting and freed == 1 and in_flight == 2
+
+
+def test_wandb_goes_online_whenever_wandb_itself_would(tmp_path, monkeypatch):
+    from codesign.track.wandb import resolve_mode, sweep_group
+
+    for name in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    assert resolve_mode("auto") == "offline"  # no credentials anywhere
+    monkeypatch.setenv("WANDB_BASE_URL", "https://wandb.example.test")
+    (tmp_path / "netrc").write_text("machine wandb.example.test\n  login user\n  password local-api-key-0123\n")
+    assert resolve_mode("auto") == "online"  # what `wandb login` leaves behind
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    assert resolve_mode("auto") == "disabled" and resolve_mode("offline") == "offline"
+    assert sweep_group("MULTIRUN", "outputs/multirun/2026-12-01/16-12-25", None) == "2026-12-01/16-12-25"
+    assert sweep_group("MULTIRUN", "outputs/multirun/2026-12-01/16-12-25", "main_results") == "main_results"
+    assert sweep_group("RUN", "outputs/multirun/x/y", "main_results") is None

@@ -1,9 +1,10 @@
-"""``python -m codesign.report PATH… [--out report.html] [--no-plots]``
+"""``python -m codesign.report PATH… [--out report.html] [--no-plots] [--wandb]``
 
 Takes any mix of run folders and multirun/sweep folders (every folder with a ``tasks.parquet`` at or below
 each PATH), keeps each trial once (runs that overlap are de-duplicated), and prints the paper's tables as
 Markdown; writes a self-contained HTML page with the tables and figures, linking each run's own report and
-each trial's evidence, and the tables as parquet next to it.
+each trial's evidence, and the tables as parquet next to it. ``--wandb`` logs the same tables and figures
+to one W&B run (``job_type=report``) in the runs' group.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("outputs/report/report.html"), help="the HTML page")
     parser.add_argument("--title", default="codesign report")
     parser.add_argument("--no-plots", action="store_true", help="tables only (faster)")
+    parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to one W&B run")
+    parser.add_argument("--project", default="codesign", help="W&B project (with --wandb)")
+    parser.add_argument("--entity", default=None, help="W&B team or user (with --wandb)")
+    parser.add_argument("--group", default=None, help="W&B group (default: the runs' group, when they share one)")
     args = parser.parse_args(argv)
     from rich.console import Console
     from rich.markdown import Markdown
@@ -41,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, frame in report.frames().items():
         frame.write_parquet(page.parent / f"{name}.parquet")
     print(f"report: {page} (tables: {', '.join(f'{n}.parquet' for n in report.frames())})")
+    if args.wandb:
+        from codesign.track.wandb import group_of, log_report
+
+        groups = {group_of(run.path) for run in c.used}
+        group = args.group or (groups.pop() if len(groups) == 1 else None)
+        where = log_report(report, page, args.project, args.entity, group)
+        print(f"W&B: {where} (job_type=report, group={group})")
     return 0
 
 
