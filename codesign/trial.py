@@ -22,6 +22,7 @@ from codesign.errors import TaskError
 from codesign.evaluate.attribution import classify, task_gate
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
+from codesign.solve.models.cache import responses_in
 from codesign.solve.preview import Preview
 from codesign.solve.run import solve_task
 from codesign.store import EVALUATION_VERSION, Store, content_key, read_json, stage_lock, write_atomic, write_json
@@ -102,6 +103,11 @@ async def run_trial(spec: TrialSpec, browser: Browser) -> TrialRecord:
         return TrialRecord.unrun(spec.task_id, spec.cell, TrialStatus.TASK_ERROR, str(e))
     node_cache = Path(spec.node_cache).expanduser()
     store = Store(spec.store_root, staging=node_cache.parent / "store")  # object storage: staged on this node
+    with responses_in(store, f"{task.id} seed {spec.seed}"):  # models with cache=… use the store's responses
+        return await _run_loaded(spec, task, store, browser, node_cache)
+
+
+async def _run_loaded(spec: TrialSpec, task: Task, store: Store, browser: Browser, node_cache: Path) -> TrialRecord:
     trial_key = spec.trial_key(task)
     record = TrialRecord(trial_key, None, task.id, task.track, spec.cell, _labels(task), TrialStatus.OK.value)
     trial_dir = store.trial_dir(trial_key)

@@ -54,7 +54,7 @@ def needed_keys(specs: list[dict[str, Any]]) -> set[str]:
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            if node.get("api_key_env") and not node.get("uses_reference"):
+            if node.get("api_key_env") and not node.get("uses_reference") and node.get("cache") != "read":
                 names.add(str(node["api_key_env"]))
             for value in node.values():
                 walk(value)

@@ -19,9 +19,13 @@ from typing import Any
 from codesign._protocols import ModelReply
 from codesign._types import Count, NonNegative, Seconds, Usage
 from codesign.errors import ConfigError
+from codesign.solve.models.cache import CacheMode, keep, lookup, response_key
 from codesign.solve.models.limits import endpoint_slot
 
 log = logging.getLogger(__name__)
+
+
+COST_HEADER = "llm_provider-x-litellm-response-cost"  # a provider's own figure for the call
 
 
 @functools.cache
@@ -74,6 +78,7 @@ class LitellmModel:
         "api_key_env",
         "stream",
         "max_concurrency",
+        "cache",
     )
     name: str  # short name for tables, W&B and store keys
     model: str  # litellm model string, e.g. "openai/gpt-6-astra", "anthropic/claude-opus-4-8"
@@ -96,10 +101,12 @@ class LitellmModel:
     stream: bool = False  # stream replies (some gateways only stream); the chunks are rebuilt into one reply
     max_concurrency: Count | None = None  # calls in flight to this endpoint across the whole pool (None: no cap)
     extra: dict[str, Any] = field(default_factory=dict)  # passed to litellm.completion as-is
+    cache: CacheMode = "off"  # responses kept in / answered from the store (codesign.solve.models.cache)
+    _calls: int = field(default=0, init=False, repr=False)  # calls so far: a cache miss names which one
 
     def check(self) -> None:
-        """Fail before any trial starts when the key is missing, naming the variable."""
-        if self.api_key_env and not os.environ.get(self.api_key_env):
+        """Fail before any trial starts when the key is missing, naming the variable (a replay needs none)."""
+        if self.cache != "read" and self.api_key_env and not os.environ.get(self.api_key_env):
             raise ConfigError(
                 f"model {self.name!r} needs an API key in ${self.api_key_env}, which is not set",
                 f"export {self.api_key_env}=... (or choose an offline model: model=oracle / model=noop)",
@@ -118,7 +125,26 @@ class LitellmModel:
         return kwargs
 
     def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
-        """``litellm.completion`` with this model's settings and retries; returns litellm's response."""
+        """``litellm.completion`` with this model's settings and retries (or the response cache); returns
+        litellm's response."""
+        call, self._calls = self._calls, self._calls + 1
+        if self.cache == "off":
+            return self._call(messages, **kwargs)
+        # What determines the response; never the key, the endpoint's address or the client's timeout.
+        params = {k: v for k, v in (self._kwargs() | kwargs).items() if k not in ("api_key", "api_base", "timeout")}
+        key = response_key(self.model, messages, params)
+        cached = lookup(self.cache, key, self.name, call)
+        if cached is not None:
+            response = _litellm().ModelResponse(**cached["response"])
+            if cached.get("cost_header") is not None:
+                response._hidden_params = {"additional_headers": {COST_HEADER: cached["cost_header"]}}
+            return response
+        response = self._call(messages, **kwargs)
+        headers = (getattr(response, "_hidden_params", {}) or {}).get("additional_headers") or {}
+        keep(self.cache, key, {"response": response.model_dump(), "cost_header": headers.get(COST_HEADER)})
+        return response
+
+    def _call(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
         litellm = _litellm()
 
         for attempt in range(self.max_retries + 1):
@@ -170,7 +196,7 @@ class LitellmModel:
                     + usage.output_tokens * self.output_cost_per_mtok) / 1e6  # fmt: skip
             return cost, "config"
         hidden = getattr(response, "_hidden_params", {}) or {}
-        header_cost = (hidden.get("additional_headers") or {}).get("llm_provider-x-litellm-response-cost")
+        header_cost = (hidden.get("additional_headers") or {}).get(COST_HEADER)
         if header_cost is not None:
             return float(header_cost), "provider"
         try:
