@@ -46,7 +46,7 @@ EDIT = """<edit path="index.html">
 </body>
 </replace>
 </edit>"""
-PROGRESS = re.compile(r"^\[\d+/\d+ +[\d.]+s\] (.*)$", re.M)
+PROGRESS = re.compile(r"^\[\d+/\d+ +[\d.]+s\] (.*?)(?: on \w+)?$", re.M)  # a trial line, without its node
 
 
 def policy(_: ServedRequest) -> Reply:
