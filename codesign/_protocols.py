@@ -98,5 +98,9 @@ class Executor(Protocol):
     """Runs trial specs somewhere (Ray actors, this process) and streams records back as they finish."""
 
     def run(
-        self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None], budget: Any = None
+        self,
+        specs: list[dict[str, Any]],
+        on_result: Callable[[TrialRecord], None],
+        budget: Any = None,
+        on_start: Callable[[dict[str, Any]], None] | None = None,  # a trial handed to a worker (progress)
     ) -> list[TrialRecord]: ...

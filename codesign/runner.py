@@ -7,7 +7,6 @@ import contextlib
 import contextvars
 import json
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -34,6 +33,7 @@ from codesign.score import (
 from codesign.solve.attachments import check_media_support
 from codesign.store import Store, is_remote, local_path
 from codesign.tasks.select import select_tasks
+from codesign.track.progress import Progress
 from codesign.track.report import write_report
 from codesign.trial import TrialSpec
 
@@ -96,27 +96,6 @@ def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str 
     ]
 
 
-def _progress(total: int, prefix: bool):
-    done = 0
-    start = time.monotonic()
-
-    def report(record: TrialRecord) -> None:
-        nonlocal done
-        done += 1
-        verdicts = record.evaluation.verdicts if record.evaluation else []
-        n_pass = sum(v.verdict == "PASS" for v in verdicts)
-        ok = record.status == TrialStatus.OK
-        what = f"{n_pass}/{len(verdicts)} PASS" if ok else f"{record.status}: {record.message}"
-        reused = "+".join(k for k, v in record.cached.items() if v)
-        where = f"{record.cell.get('run')}: " if prefix else ""
-        notes = (f" (reused {reused})" if reused else "") + (f" on {record.node[:8]}" if record.node else "")
-        if record.infra_events:
-            notes += f" after {len(record.infra_events)} lost attempt(s)"
-        print(f"[{done}/{total} {time.monotonic() - start:5.1f}s] {where}{record.task_id} {what}{notes}", flush=True)
-
-    return report
-
-
 @dataclass
 class Cell:
     """One cell of a run (one Hydra job): its config, its trials, and where its results go."""
@@ -176,16 +155,19 @@ def run_cells(cells: list[Cell]) -> list[dict[str, Any]]:
         c.tracker.start(c.name, c.group, OmegaConf.to_container(c.cfg, resolve=True), c.out_dir)
     try:
         specs = [asdict(s) for c in cells for s in c.specs]
-        report = _progress(len(specs), prefix=len(cells) > 1)
+        progress = Progress({c.name: len(c.specs) for c in cells})
 
         def on_result(record: TrialRecord) -> None:
-            report(record)
+            progress.finished(record)
             cell = by_name[record.cell["run"]]
             cell.records.append(record)
             cell.tracker.log_trial(record)
 
         budget = cells[0].command.budget_for(cells[0].cfg)
-        records = build(cells[0].cfg.executor).run(specs, on_result, budget) if specs else []
+        try:
+            records = build(cells[0].cfg.executor).run(specs, on_result, budget, progress.started) if specs else []
+        finally:
+            progress.close()
         skipped = sum(r.status == TrialStatus.SKIPPED for r in records)
         if skipped:
             print(f"cost budget of ${budget.max_cost_usd:.2f} reached (spent ${budget.spent_usd:.4f}): "

@@ -24,7 +24,8 @@ class InlineExecutor:
     browser_slots: Count | None = None  # evaluations at once (None: the CPU count)
 
     def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
-            budget: Budget | None = None) -> list[TrialRecord]:  # fmt: skip
+            budget: Budget | None = None, on_start: Callable[[dict[str, Any]], None] | None = None,
+            ) -> list[TrialRecord]:  # fmt: skip
         if specs:
             first = specs[0]
             needs = NodeRequirements(first["store_root"], first.get("scratch_root"), first["node_cache"])
@@ -32,10 +33,10 @@ class InlineExecutor:
             if problems:
                 raise EnvironmentSetupError("this machine is not ready to run trials:\n  " + "\n  ".join(problems),
                                             "run `make setup` (python -m codesign.install run)")  # fmt: skip
-        return asyncio.run(self._run(specs, on_result, budget or Budget()))
+        return asyncio.run(self._run(specs, on_result, budget or Budget(), on_start or (lambda spec: None)))
 
     async def _run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
-                   budget: Budget) -> list[TrialRecord]:  # fmt: skip
+                   budget: Budget, on_start: Callable[[dict[str, Any]], None]) -> list[TrialRecord]:  # fmt: skip
         browser = Browser(self.browser_executable, self.browser_slots)
         gate = asyncio.Semaphore(self.max_concurrency)
         # Solves run in threads: the default pool (cores + 4) would cap trials in flight far below the gate.
@@ -46,6 +47,7 @@ class InlineExecutor:
                 if budget.exhausted:
                     record = budget.skipped(spec)
                 else:
+                    on_start(spec)
                     record = await run_trial_safely(TrialSpec(**spec), browser)
                     record.node = socket.gethostname()
                     budget.charge(record)

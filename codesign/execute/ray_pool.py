@@ -232,7 +232,8 @@ class RayExecutor:
     env_from_driver: list[str] = field(default_factory=list)  # variables (keys) passed to workers by name only
 
     def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
-            budget: Budget | None = None) -> list[TrialRecord]:  # fmt: skip
+            budget: Budget | None = None, on_start: Callable[[dict[str, Any]], None] | None = None,
+            ) -> list[TrialRecord]:  # fmt: skip
         import ray
 
         if not specs:
@@ -248,7 +249,7 @@ class RayExecutor:
         keepers = start_slot_keepers(endpoint_limits(specs), scheduling_strategy=here)
         pool: _Pool | None = None
         try:
-            pool = _Pool(self, specs, [locks, *keepers], requirements, budget or Budget(), on_result)
+            pool = _Pool(self, specs, [locks, *keepers], requirements, budget or Budget(), on_result, on_start)
             return pool.run()
         finally:
             self._stop(list(pool.workers.values()) if pool else [], [locks, *keepers])
@@ -300,10 +301,12 @@ class _Pool:
     """One run's actors and trials: places workers, feeds them, replaces the dead, re-runs what they lost."""
 
     def __init__(self, executor: RayExecutor, specs: list[dict[str, Any]], holders: list[Any],
-                 requirements: NodeRequirements, budget: Budget, on_result: Callable[[TrialRecord], None]):  # fmt: skip
+                 requirements: NodeRequirements, budget: Budget, on_result: Callable[[TrialRecord], None],
+                 on_start: Callable[[dict[str, Any]], None] | None = None):  # fmt: skip
         import ray
 
         self.x, self.requirements, self.budget, self.on_result = executor, requirements, budget, on_result
+        self.on_start = on_start or (lambda spec: None)
         # The stage locks first, then the endpoint slot keepers: each frees what a dead worker held.
         self.locks, self.holders = holders[0], holders
         self.actor = ray.remote(TrialWorker)
@@ -418,6 +421,8 @@ class _Pool:
             if worker.in_flight >= min(self.x.max_concurrency, max(1, share)):
                 return
             spec, attempt = self.queue.pop()
+            if attempt == 0:
+                self.on_start(spec)
             worker.in_flight += 1
             ref = worker.handle.run.remote(spec, self.archives[spec["task_dir"]])
             self.pending[ref] = (spec, attempt, worker)
