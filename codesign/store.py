@@ -144,6 +144,14 @@ class Store:
         else:
             write_atomic(self.root / relative, data)
 
+    def glob(self, pattern: str) -> list[str]:
+        """Stored files matching ``pattern`` (relative to the store, e.g. ``trials/*/solve.json``), sorted."""
+        if self.remote:
+            base = "/" + self.base.strip("/")  # filesystems differ on a leading slash: compare without
+            found = ("/" + p.lstrip("/") for p in self.fs.glob(f"{self.base.rstrip('/')}/{pattern}"))
+            return sorted(p[len(base) :].lstrip("/") for p in found if p.startswith(base + "/"))
+        return sorted(p.relative_to(self.root).as_posix() for p in self.root.glob(pattern) if p.is_file())
+
     def delete(self, relative: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             if self.remote:

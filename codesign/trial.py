@@ -145,6 +145,7 @@ async def _run_loaded(spec: TrialSpec, task: Task, store: Store, browser: Browse
                         "spec": asdict(spec),
                         "run_id": spec.run_id,
                         "task_hash": task.content_hash,
+                        "task": {"track": task.track, "labels": _labels(task)},  # read back by the report
                         "telemetry": asdict(result.telemetry),
                     },
                 )

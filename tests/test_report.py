@@ -147,3 +147,16 @@ def test_a_folder_without_runs_is_a_clear_error(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "codesign.report", str(tmp_path)], capture_output=True, text=True,
                           timeout=120, cwd=REPO)  # fmt: skip
     assert proc.returncode == 2 and "no codesign run under" in proc.stderr and "multirun" in proc.stderr
+
+
+def test_the_store_alone_gives_the_same_numbers_and_filters_apply(three_runs):
+    root, runs = three_runs
+    _, out = run_report(root, extra=("--store", str(root / "store"), "--filter", "model=noop"), folder="store")
+    main = pl.read_parquet(out.parent / "main.parquet").filter(pl.col("track") == "ALL")
+    from_runs = pl.read_parquet(run_report(root, *runs)[1].parent / "main.parquet").filter(pl.col("track") == "ALL")
+    got = {r["evaluator"]: r["strict"] for r in main.iter_rows(named=True)}
+    expected = {r["evaluator"]: r["strict"] for r in from_runs.filter(pl.col("model") == "noop").iter_rows(named=True)}
+    assert set(main["model"]) == {"noop"} and got == expected  # probe and the lenient judge, as from the runs
+    bad = subprocess.run([sys.executable, "-m", "codesign.report", "--store", str(root / "store"), "--filter",
+                          "colour=blue"], capture_output=True, text=True, timeout=120, cwd=REPO)  # fmt: skip
+    assert bad.returncode == 2 and "filter 'colour=blue'" in bad.stderr and "model" in bad.stderr

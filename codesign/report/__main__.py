@@ -1,4 +1,4 @@
-"""``python -m codesign.report PATH… [--out report.html] [--no-plots] [--wandb]``
+"""``python -m codesign.report [PATH…] [--store URI] [--filter KEY=VALUE] [--out report.html] [--wandb]``
 
 Takes any mix of run folders and multirun/sweep folders (every folder with a ``tasks.parquet`` at or below
 each PATH), keeps each trial once (runs that overlap are de-duplicated), and prints the paper's tables as
@@ -18,7 +18,15 @@ from codesign.errors import CodesignError
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codesign.report", description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="+", type=Path, help="run folders and multirun/sweep folders")
+    parser.add_argument("paths", nargs="*", type=Path, help="run folders and multirun/sweep folders")
+    parser.add_argument("--store", action="append", default=[], help="also every trial stored here (a folder or URI)")
+    parser.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keep trials whose column KEY is VALUE (or one of a,b), e.g. model=kimi-k3, track=RE",
+    )
     parser.add_argument("--out", type=Path, default=Path("outputs/report/report.html"), help="the HTML page")
     parser.add_argument("--title", default="codesign report")
     parser.add_argument("--no-plots", action="store_true", help="tables only (faster)")
@@ -31,9 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     from rich.markdown import Markdown
 
     from codesign.report import build_report, collect, find_runs, markdown, write_html
+    from codesign.report.collect import from_store, keep_only, merge
 
+    if not args.paths and not args.store:
+        parser.error("give run folders, multirun/sweep folders, or --store")
     try:
-        report = build_report(collect(find_runs(args.paths)), draw=not args.no_plots)
+        parts = ([collect(find_runs(args.paths))] if args.paths else []) + [from_store(uri) for uri in args.store]
+        collection = merge(parts)
+        report = build_report(keep_only(collection, args.filter), draw=not args.no_plots)
     except CodesignError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

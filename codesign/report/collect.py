@@ -90,3 +90,74 @@ def collect(runs: list[Run]) -> Collection:
         verdicts = verdicts.join(kept.select([*TRIAL, "run"]), on=[*TRIAL, "run"], how="semi")
     used_names = set(kept["run"])
     return Collection(runs, kept, verdicts, every.height - kept.height, [r for r in runs if r.name in used_names])
+
+
+def from_store(uri: str) -> Collection:
+    """Every stored trial of a store (local or object storage), one row per solve × evaluation, as a
+    collection of one pseudo-run named by the store's URI (a solve not graded yet is ``solved``)."""
+    import json
+
+    from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, Telemetry, TrialRecord
+    from codesign.runner import store_uri
+    from codesign.score.metrics import task_frame, verdict_frame
+    from codesign.store import Store
+
+    store = Store(store_uri(uri))
+    records: list[TrialRecord] = []
+    for solve_path in store.glob("trials/*/solve.json"):
+        solved = json.loads(store.read_bytes(solve_path) or b"{}")
+        key = solve_path.split("/")[1]
+        spec, task = solved.get("spec", {}), solved.get("task") or {}
+        base = {k: str(v) for k, v in (spec.get("cell") or {}).items() if k != "run"}
+        telemetry = Telemetry(**solved["telemetry"]) if solved.get("telemetry") else None
+        labels, track = task.get("labels") or {}, task.get("track") or "?"
+        evaluations = store.glob(f"trials/{key}/evals/*/evaluation.json")
+        if not evaluations:
+            records.append(TrialRecord(key, None, spec.get("task_id", "?"), track, base, labels, "solved",
+                                       telemetry=telemetry))  # fmt: skip
+        for eval_path in evaluations:
+            stored = json.loads(store.read_bytes(eval_path) or b"{}")
+            evaluation = Evaluation(stored["status"], [CriterionVerdict(**v) for v in stored["verdicts"]],
+                                    [EvidenceItem(**e) for e in stored["evidence"]], stored.get("message", ""),
+                                    stored.get("wall_s", 0.0), stored.get("telemetry", {}))  # fmt: skip
+            cell = {**base, "evaluator": str((stored.get("evaluator") or {}).get("name", base.get("evaluator")))}
+            records.append(TrialRecord(key, eval_path.split("/")[3], spec.get("task_id", "?"), track, cell, labels,
+                                       evaluation.status, telemetry=telemetry, evaluation=evaluation))  # fmt: skip
+    if not records:
+        raise ConfigError(f"no stored trials in {uri}", "check the store's URI (store.root / $CODESIGN_STORE)")
+    run = Run(Path(uri) if not store.remote else Path(uri.replace("://", "/")), 0.0)
+    tasks = task_frame(records).with_columns(run=pl.lit(run.name))
+    verdicts = verdict_frame(records).with_columns(run=pl.lit(run.name))
+    return Collection([run], tasks, verdicts, 0, [run])
+
+
+def keep_only(collection: Collection, filters: list[str]) -> Collection:
+    """``key=value`` filters on the trials' columns (model, harness, regime, evaluator, seed, task_id, track,
+    modality, …); several values of one key as ``key=a,b``."""
+    tasks, verdicts = collection.tasks, collection.verdicts
+    for f in filters:
+        key, sep, value = f.partition("=")
+        if not sep or key not in tasks.columns:
+            raise ConfigError(f"filter {f!r}: expected key=value with key one of the trial columns",
+                              "e.g. --filter model=kimi-k3 --filter track=RE (columns: "
+                              + ", ".join(c for c in (*TRIAL, "track", "modality", "status")) + ")")  # fmt: skip
+        tasks = tasks.filter(pl.col(key).cast(pl.String).is_in(value.split(",")))
+    if verdicts.height:
+        verdicts = verdicts.join(tasks.select([*TRIAL, "run"]), on=[*TRIAL, "run"], how="semi")
+    used = [r for r in collection.runs if r.name in set(tasks["run"])]
+    return Collection(collection.runs, tasks, verdicts, collection.duplicates, used)
+
+
+def merge(collections: list[Collection]) -> Collection:
+    """Several collections as one (runs and stores together), each trial still kept once."""
+    if len(collections) == 1:
+        return collections[0]
+    runs = [r for c in collections for r in c.runs]
+    tasks = pl.concat([c.tasks for c in collections], how="diagonal_relaxed")
+    kept = tasks.unique(subset=TRIAL, keep="first", maintain_order=True)
+    frames = [c.verdicts for c in collections if c.verdicts.height]
+    verdicts = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+    if verdicts.height:
+        verdicts = verdicts.join(kept.select([*TRIAL, "run"]), on=[*TRIAL, "run"], how="semi")
+    dropped = sum(c.duplicates for c in collections) + tasks.height - kept.height
+    return Collection(runs, kept, verdicts, dropped, [r for r in runs if r.name in set(kept["run"])])
