@@ -30,7 +30,7 @@ class Progress:
         if self.live_mode:
             from rich.live import Live
 
-            self._live = Live(self._table(), refresh_per_second=2, transient=False)
+            self._live = Live(self, refresh_per_second=2, transient=False)  # redrawn from __rich__: time runs
             self._live.start()
 
     def started(self, spec: dict[str, Any]) -> None:
@@ -53,7 +53,7 @@ class Progress:
 
     def close(self) -> None:
         if self._live is not None:
-            self._live.update(self._table())
+            self._live.refresh()
             self._live.stop()
             self._live = None
 
@@ -81,6 +81,9 @@ class Progress:
                           str(counts["failed"]), f"{self.spend[cell]:.4f}")  # fmt: skip
         return table
 
+    def __rich__(self) -> Any:
+        return self._table()
+
     def _refresh(self) -> None:
         if self._live is not None:
-            self._live.update(self._table())
+            self._live.refresh()
