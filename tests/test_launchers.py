@@ -247,7 +247,7 @@ def test_dockerfile_copies_only_what_exists_in_the_repository():
 
 def test_dockerfile_base_is_an_overridable_arg_and_every_program_is_installed():
     instructions = dockerfile_instructions()
-    assert instructions[0] == ("ARG", "BASE=debian:bookworm-slim")
+    assert instructions[0] == ("ARG", "BASE=debian:trixie-slim"), "bookworm's Python 3.11.2 cannot unpack tasks"
     assert ("FROM", "${BASE}") in instructions
     apt = " ".join(args for op, args in instructions if op == "RUN" and "apt-get install" in args)
     needed = {p.apt for p in PROGRAMS if "run" in p.groups and p.source == "apt" and p.apt}
