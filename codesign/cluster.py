@@ -42,6 +42,21 @@ def has_token() -> bool:
     return bool(os.environ.get("RAY_AUTH_TOKEN")) or path.is_file()
 
 
+def make_token() -> None:
+    """A new token where Ray will look: ``$RAY_AUTH_TOKEN_PATH`` (``ray get-auth-token --generate`` writes only
+    ~/.ray/auth_token, and fails when that variable names a file that does not exist yet), else by Ray."""
+    custom = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if custom:
+        import secrets
+
+        path = Path(custom).expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_hex(32))
+        return
+    subprocess.run([_ray(), "get-auth-token", "--generate"], env=ray_env(), check=True, stdout=subprocess.DEVNULL)
+
+
 def start_command(address: str | None, port: int, browsers: int, extra: list[str]) -> list[str]:
     resources = json.dumps({BROWSER: browsers})
     if address is None:
@@ -68,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "stop":
             return subprocess.run([_ray(), "stop"], env=ray_env()).returncode
         if args.command == "head" and not has_token():
-            subprocess.run([_ray(), "get-auth-token", "--generate"], env=ray_env(), check=True,
-                           stdout=subprocess.DEVNULL)  # fmt: skip
+            make_token()
         if args.command == "join" and not has_token():
             raise EnvironmentSetupError(
                 "no Ray authentication token on this node: the head admits only nodes that present its token",

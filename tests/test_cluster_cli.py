@@ -28,3 +28,14 @@ def test_joining_without_the_heads_token_says_where_to_get_it(tmp_path):
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2
     assert "no Ray authentication token" in proc.stderr and "ray get-auth-token" in proc.stderr
+
+
+def test_a_head_token_goes_where_ray_auth_token_path_says(tmp_path, monkeypatch):
+    from codesign.cluster import has_token, make_token
+
+    path = tmp_path / "tokens" / "auth_token"
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(path))
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    assert not has_token()
+    make_token()
+    assert has_token() and len(path.read_text()) == 64 and path.stat().st_mode & 0o077 == 0

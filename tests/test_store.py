@@ -149,3 +149,20 @@ def test_wandb_goes_online_whenever_wandb_itself_would(tmp_path, monkeypatch):
     assert sweep_group("MULTIRUN", "outputs/multirun/2026-12-01/16-12-25", None) == "2026-12-01/16-12-25"
     assert sweep_group("MULTIRUN", "outputs/multirun/2026-12-01/16-12-25", "main_results") == "main_results"
     assert sweep_group("RUN", "outputs/multirun/x/y", "main_results") is None
+
+
+def test_an_archive_that_escapes_its_folder_is_refused_without_tar_filters(tmp_path):
+    """Python before 3.11.4 has no extraction filters: the fallback refuses the same entries by hand."""
+    from codesign.tasks.archive import _refuse_unsafe
+
+    for name, link in (("task/../../evil", None), ("/etc/evil", None), ("task/link", "../../outside")):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            info = tarfile.TarInfo(name)
+            if link:
+                info.type, info.linkname = tarfile.SYMTYPE, link
+            tar.addfile(info, io.BytesIO(b""))
+        with tarfile.open(fileobj=io.BytesIO(buf.getvalue())) as tar, pytest.raises(ValueError, match="unsafe"):
+            _refuse_unsafe(tar)
+    with tarfile.open(fileobj=io.BytesIO(pack(SUITE / "me-bakery-header-mockup"))) as tar:
+        _refuse_unsafe(tar)  # a real task passes
