@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from omegaconf import OmegaConf
 
@@ -44,3 +46,15 @@ def compose_cli(argv: list[str], default_overrides: list[str] | None = None, ret
     overrides = [o for o in default_overrides or [] if o.split("=", 1)[0] not in given] + list(argv)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=overrides, return_hydra_config=return_hydra)
+
+
+def nested_dicts(node: Any) -> Iterator[dict[str, Any]]:
+    """Every mapping in a plain config tree (a trial spec, a component's config), the outermost first: the
+    model configs a spec holds sit at any depth (the solver's, a judge's, a verifier's)."""
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from nested_dicts(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from nested_dicts(value)

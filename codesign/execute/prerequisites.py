@@ -50,21 +50,14 @@ def store_token(store_uri: str) -> tuple[str, str]:
 
 def needed_keys(specs: list[dict[str, Any]]) -> set[str]:
     """Every ``api_key_env`` named by the specs' model configs (solvers, judges, verifiers)."""
-    names: set[str] = set()
+    from codesign.config import nested_dicts
 
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("api_key_env") and not node.get("uses_reference") and node.get("cache") != "read":
-                names.add(str(node["api_key_env"]))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    for spec in specs:
-        walk({k: spec.get(k) for k in ("model", "harness", "evaluator")})
-    return names
+    return {
+        str(node["api_key_env"])
+        for spec in specs
+        for node in nested_dicts({k: spec.get(k) for k in ("model", "harness", "evaluator")})
+        if node.get("api_key_env") and not node.get("uses_reference") and node.get("cache") != "read"
+    }
 
 
 def node_problems(req: NodeRequirements) -> list[str]:

@@ -67,21 +67,13 @@ class EndpointSlots:
 def endpoint_limits(specs: list[dict[str, Any]]) -> dict[str, int]:
     """Every model config in the trial specs (solvers, judges, verifiers) that sets ``max_concurrency``:
     endpoint key → limit (the smallest, when configs of one endpoint disagree)."""
+    from codesign.config import nested_dicts
+
     limits: dict[str, int] = {}
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if MODEL_TARGET in str(node.get("_target_", "")) and node.get("max_concurrency"):
-                key = endpoint_key(str(node["model"]), node.get("api_base"))
-                limits[key] = min(limits.get(key, node["max_concurrency"]), int(node["max_concurrency"]))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    for spec in specs:
-        walk(spec)
+    for node in (n for spec in specs for n in nested_dicts(spec)):
+        if MODEL_TARGET in str(node.get("_target_", "")) and node.get("max_concurrency"):
+            key = endpoint_key(str(node["model"]), node.get("api_base"))
+            limits[key] = min(limits.get(key, node["max_concurrency"]), int(node["max_concurrency"]))
     return limits
 
 
