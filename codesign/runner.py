@@ -31,7 +31,7 @@ from codesign.score import (
     verdict_frame,
 )
 from codesign.solve.attachments import check_media_support
-from codesign.store import Store, is_remote, local_path
+from codesign.store import Store, store_uri
 from codesign.tasks.select import select_tasks
 from codesign.track.progress import Progress
 from codesign.track.report import write_report
@@ -56,11 +56,6 @@ class Command:
                 "a budget is one for the whole command: set it once, outside the swept overrides",
             )
         return self.budget
-
-
-def store_uri(root: str) -> str:
-    """The store as every node must see it: object storage as given, a folder as an absolute path."""
-    return str(root) if is_remote(str(root)) else str(local_path(root))
 
 
 def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str = "") -> list[TrialSpec]:

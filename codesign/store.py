@@ -70,6 +70,11 @@ def local_path(uri: str | Path) -> Path:
     return Path(str(uri).removeprefix("file://")).expanduser().resolve()
 
 
+def store_uri(root: str | Path) -> str:
+    """The store as every node must see it: object storage as given, a folder as an absolute path."""
+    return str(root) if is_remote(str(root)) else str(local_path(root))
+
+
 DEFAULT_STAGING = "~/.cache/codesign/store"
 
 

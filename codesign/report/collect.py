@@ -98,9 +98,8 @@ def from_store(uri: str) -> Collection:
     import json
 
     from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, Telemetry, TrialRecord
-    from codesign.runner import store_uri
     from codesign.score.metrics import task_frame, verdict_frame
-    from codesign.store import Store
+    from codesign.store import Store, store_uri
 
     store = Store(store_uri(uri))
     records: list[TrialRecord] = []

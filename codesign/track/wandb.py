@@ -132,8 +132,7 @@ class WandbTracker:
         """Every trial's patch and trajectory, from the store (local or object storage), as one artifact."""
         import wandb
 
-        from codesign.runner import store_uri
-        from codesign.store import Store
+        from codesign.store import Store, store_uri
 
         if not self._trials or not self._store:
             return
