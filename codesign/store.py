@@ -82,11 +82,11 @@ class Store:
     """The store at ``uri``. ``root`` is where this process reads and writes files: the store itself when
     it is a local folder, else this node's staging folder for it (under ``staging``)."""
 
-    def __init__(self, uri: str | Path, staging: str | Path | None = None, options: dict[str, Any] | None = None):
+    def __init__(self, uri: str | Path, staging: str | Path | None = None):
         self.uri = str(uri)
         self.fs: Any = None
         if is_remote(self.uri):
-            self.fs, self.base = open_filesystem(self.uri, options)
+            self.fs, self.base = open_filesystem(self.uri)
             self.root = Path(staging or DEFAULT_STAGING).expanduser().resolve() / content_key(self.uri)
         else:
             self.base = ""
@@ -103,7 +103,11 @@ class Store:
         return self.trial_dir(trial_key) / "evals" / eval_key
 
     def _remote(self, local: Path) -> str:
-        return f"{self.base.rstrip('/')}/{local.relative_to(self.root).as_posix()}"
+        return self._at(local.relative_to(self.root).as_posix())
+
+    def _at(self, relative: str) -> str:
+        """A path in the object store, for a path relative to the store."""
+        return f"{self.base.rstrip('/')}/{relative}"
 
     def pull(self, folder: Path, names: Iterable[str]) -> None:
         """Make this node's copies of ``folder/<name>`` match the store: fetched when stored, removed when
@@ -138,14 +142,14 @@ class Store:
         """A stored file's content, read straight from the store (nothing is written locally)."""
         try:
             if self.remote:
-                return self.fs.cat_file(f"{self.base.rstrip('/')}/{relative}")
+                return self.fs.cat_file(self._at(relative))
             return (self.root / relative).read_bytes()
         except (FileNotFoundError, IsADirectoryError):
             return None
 
     def write_bytes(self, relative: str, data: bytes) -> None:
         if self.remote:
-            self.fs.pipe_file(f"{self.base.rstrip('/')}/{relative}", data)
+            self.fs.pipe_file(self._at(relative), data)
         else:
             write_atomic(self.root / relative, data)
 
@@ -153,26 +157,26 @@ class Store:
         """Stored files matching ``pattern`` (relative to the store, e.g. ``trials/*/solve.json``), sorted."""
         if self.remote:
             base = "/" + self.base.strip("/")  # filesystems differ on a leading slash: compare without
-            found = ("/" + p.lstrip("/") for p in self.fs.glob(f"{self.base.rstrip('/')}/{pattern}"))
+            found = ("/" + p.lstrip("/") for p in self.fs.glob(self._at(pattern)))
             return sorted(p[len(base) :].lstrip("/") for p in found if p.startswith(base + "/"))
         return sorted(p.relative_to(self.root).as_posix() for p in self.root.glob(pattern) if p.is_file())
 
     def delete(self, relative: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             if self.remote:
-                self.fs.rm_file(f"{self.base.rstrip('/')}/{relative}")
+                self.fs.rm_file(self._at(relative))
             else:
                 (self.root / relative).unlink()
 
 
-def open_filesystem(uri: str, options: dict[str, Any] | None = None) -> tuple[Any, str]:
+def open_filesystem(uri: str) -> tuple[Any, str]:
     """The fsspec filesystem and path for ``uri``, with a fix when its implementation is not installed."""
     from codesign.errors import ConfigError
 
     try:
         import fsspec
 
-        return fsspec.core.url_to_fs(uri, **(options or {}))
+        return fsspec.core.url_to_fs(uri)
     except ImportError as e:
         raise ConfigError(
             f"the store {uri} needs a filesystem package that is not installed: {e}",

@@ -16,6 +16,7 @@ from codesign.report import plots, tables
 from codesign.report.collect import Collection
 from codesign.score.metrics import CELL
 from codesign.store import is_remote, local_path
+from codesign.track.report import html_table
 
 # The main table's columns, in the order shown (the rest stay in the parquet files).
 MAIN_COLUMNS = [*CELL, "track", "tasks", "strict", "strict_lo", "strict_hi", "strict_sd", "graded", "full_pass",
@@ -71,12 +72,6 @@ def _figures(report: Report) -> dict[str, list[tuple[str, bytes]]]:
     return {k: [(name, png) for name, png in v if png] for k, v in figures.items()}
 
 
-def _html_table(frame: pl.DataFrame) -> str:
-    from codesign.track.report import _html_table as per_run_table
-
-    return per_run_table(frame)
-
-
 def write_html(report: Report, path: Path, title: str = "codesign report") -> Path:
     """A self-contained page: tables, figures embedded as data URIs, links to each run's own report and each
     trial's stored evidence (relative to the page, so the folder can be moved or shared as a whole)."""
@@ -115,14 +110,14 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
             subtitle=f"{kept.height} trials from {len(report.collection.used)} of {len(report.collection.runs)} runs",
             runs=runs,
             duplicates=report.collection.duplicates,
-            main=_html_table(main),
-            combined=_html_table(main.filter(pl.col("track") == "ALL")),
-            breakdowns=_html_table(report.breakdowns),
-            sensitivity=_html_table(report.sensitivity) if report.sensitivity.height else "",
-            rho=_html_table(report.rho),
-            attribution=_html_table(report.attribution),
-            adjusted=_html_table(report.adjusted),
-            agreement=_html_table(report.agreement) if report.agreement.height else "",
+            main=html_table(main),
+            combined=html_table(main.filter(pl.col("track") == "ALL")),
+            breakdowns=html_table(report.breakdowns),
+            sensitivity=html_table(report.sensitivity) if report.sensitivity.height else "",
+            rho=html_table(report.rho),
+            attribution=html_table(report.attribution),
+            adjusted=html_table(report.adjusted),
+            agreement=html_table(report.agreement) if report.agreement.height else "",
             figures={k: [(n, data_uri(p)) for n, p in v] for k, v in report.figures.items()},
             trials=trials,
         )

@@ -20,7 +20,7 @@ from codesign.redact import redact
 from codesign.store import Store
 
 
-def _html_table(frame: pl.DataFrame) -> str:
+def html_table(frame: pl.DataFrame) -> str:
     head = "".join(f"<th>{c}</th>" for c in frame.columns)
     rows = []
     for row in frame.iter_rows():
@@ -93,15 +93,15 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
         })  # fmt: skip
     env = Environment(autoescape=select_autoescape(default=True))
     summary = tables["summary"]
-    breakdowns = _html_table(tables["breakdowns"]) if tables["breakdowns"].height else ""
+    breakdowns = html_table(tables["breakdowns"]) if tables["breakdowns"].height else ""
     adjusted = tables.get("adjusted")
-    adjusted_html = _html_table(adjusted) if adjusted is not None and adjusted["left_out"].sum() else ""
+    adjusted_html = html_table(adjusted) if adjusted is not None and adjusted["left_out"].sum() else ""
     template = resources.files("codesign.track").joinpath("templates/report.html").read_text()
     html = env.from_string(template).render(
         title=title,
         subtitle=f"{len(records)} trials · {summary.height} score rows",
         trials=trials,
-        summary=_html_table(summary),
+        summary=html_table(summary),
         breakdowns=breakdowns,
         adjusted=adjusted_html,
     )
