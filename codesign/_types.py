@@ -19,9 +19,25 @@ class Verdict(StrEnum):
     PASS = "PASS"
     PARTIAL = "PARTIAL"
     FAIL = "FAIL"
+    UNGRADED = "UNGRADED"  # no verdict about the app: its grader failed (see :class:`Ungraded`); never a score
 
 
 VERDICT_SCORE = {Verdict.PASS: 1.0, Verdict.PARTIAL: 0.5, Verdict.FAIL: 0.0}
+
+
+class Ungraded(StrEnum):
+    """Why a criterion has no verdict about the app. Only the candidate decides a verdict: when the grader
+    fails, the criterion is ungraded with its cause, and (but for ``not_gradable``) its trial is a
+    ``grading_error`` — left out of every average, never stored as finished, graded again."""
+
+    NOT_GRADABLE = "not_gradable"  # no grader for it under this evaluator: counts as FAIL (a skipped check)
+    GRADER_ERROR = "grader_error"  # the grader's own failure: a judge without a valid verdict, a script's bug
+    INFRA = "infra"  # the browser or the machine failed while grading
+    UNDECIDED_TIMEOUT = "undecided_timeout"  # time ran out and nothing says whether the app or the machine
+
+
+# Causes that leave a criterion without a verdict about the app: its trial is a grading error.
+GRADING_FAILURES = frozenset({Ungraded.GRADER_ERROR, Ungraded.INFRA, Ungraded.UNDECIDED_TIMEOUT})
 
 
 class ExitStatus(StrEnum):
@@ -43,7 +59,8 @@ class ExitStatus(StrEnum):
 class TrialStatus(StrEnum):
     OK = "ok"  # solved (whatever the exit status) and evaluated: counts in scores
     TASK_ERROR = "task_error"  # the task itself could not be loaded: reported, never a zero
-    INFRA_ERROR = "infra_error"  # evaluation infrastructure failed: reported, never a zero
+    INFRA_ERROR = "infra_error"  # the solve's or the evaluation's infrastructure failed: reported, never a zero
+    GRADING_ERROR = "grading_error"  # a criterion's grader failed (Ungraded): reported, never a zero, graded again
     ABORTED = "aborted"  # the evidence audit aborted evaluation: excluded from aggregation
     SKIPPED = "skipped"  # never started (the run-wide cost budget was spent)
     SOLVED = "solved"  # solved and stored, not evaluated in this run (stages.evaluate=false)
@@ -109,16 +126,32 @@ class CriterionVerdict:
     kind: str
     preserve: bool
     verdict: str  # a Verdict value
-    grader: str  # probe | judge | verifier | none
+    grader: str  # probe | script | spec | judge | verifier | none
     reason: str
     evidence_ids: list[str] = field(default_factory=list)
     failure_category: str | None = None  # missing | wrong | regressed | element_never_reached | ...
     original_verdict: str | None = None  # the judge's verdict when a verifier changed it
     refutation: dict[str, Any] | None = None  # the verifier's trace: refuted, reason, cited evidence
+    ungraded: str | None = None  # an Ungraded value: why no grader decided (None: graded)
 
     @property
-    def score(self) -> float:
-        return VERDICT_SCORE[Verdict(self.verdict)]
+    def score(self) -> float | None:
+        """1 / 0.5 / 0 for a verdict about the app; None for an ungraded criterion whose grader failed."""
+        return VERDICT_SCORE.get(Verdict(self.verdict))
+
+    @property
+    def grading_failed(self) -> bool:
+        return self.ungraded in GRADING_FAILURES
+
+    @classmethod
+    def ungraded_by(cls, criterion: Any, grader: str, cause: Ungraded, reason: str,
+                    evidence_ids: list[str] | None = None) -> CriterionVerdict:  # fmt: skip
+        """A criterion left without a verdict about the app: ``not_gradable`` counts as FAIL, the other causes
+        are no verdict at all (``UNGRADED``)."""
+        verdict = Verdict.FAIL if cause == Ungraded.NOT_GRADABLE else Verdict.UNGRADED
+        category = "not_gradable" if cause == Ungraded.NOT_GRADABLE else None
+        return cls(criterion.id, criterion.kind, criterion.preserve, verdict.value, grader, reason[:2000],
+                   list(evidence_ids or []), category, ungraded=cause.value)  # fmt: skip
 
 
 @dataclass
@@ -141,6 +174,12 @@ class Evaluation:
     telemetry: dict[str, Any] = field(default_factory=dict)  # judge / verifier calls, tokens, cost
     # Why this evaluation must be graded again next run (an app timeout): it is used, never stored as finished.
     transient: str = ""
+    attempts: int = 1  # gradings of this workspace in this run (a grading error is graded again, up to a bound)
+    grading_code: str = ""  # the grading code that decided it (codesign.evaluate.fingerprint), once stored
+
+    @property
+    def grading_failures(self) -> list[CriterionVerdict]:
+        return [v for v in self.verdicts if v.grading_failed]
 
 
 @dataclass
@@ -161,11 +200,26 @@ class TrialRecord:
     attribution: dict[str, Any] | None = None  # why a low-scoring trial scored low (raw scores unchanged)
     node: str = ""  # where it ran: the Ray node id (the host name without Ray)
     infra_events: list[str] = field(default_factory=list)  # attempts lost to the infrastructure, re-run
+    stage: str = ""  # for an infra_error: where it failed (solve | evaluate | worker)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def bucket(self) -> str:
+        """Where the denominators count this trial: ``scored``, or its unscored bucket —
+        ``infra_error:<stage>``, ``grading_error:<cause>,…`` (see :class:`Ungraded`), or its status."""
+        if self.status == TrialStatus.OK:
+            return "scored"
+        if self.status == TrialStatus.INFRA_ERROR:
+            return f"infra_error:{self.stage or 'trial'}"
+        if self.status == TrialStatus.GRADING_ERROR and self.evaluation is not None:
+            causes = sorted({v.ungraded or "" for v in self.evaluation.grading_failures})
+            return "grading_error:" + ",".join(causes)
+        return self.status
+
     @classmethod
-    def unrun(cls, task_id: str, cell: dict[str, str], status: TrialStatus, message: str) -> TrialRecord:
+    def unrun(cls, task_id: str, cell: dict[str, str], status: TrialStatus, message: str,
+              stage: str = "") -> TrialRecord:  # fmt: skip
         """A trial with no result to score: a task that did not load, a crash, a budget stop."""
-        return cls("", None, task_id, "?", cell, {}, status.value, message=message)
+        return cls("", None, task_id, "?", cell, {}, status.value, message=message, stage=stage)

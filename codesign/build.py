@@ -29,19 +29,45 @@ def construct(cfg: dict[str, Any], **kwargs: Any) -> Any:
 
 def behaviour(cfg: Any) -> Any:
     """A component config without the keys that do not change what it does (prices, retries, timeouts,
-    concurrency, display names): each component class lists them in ``not_in_key``. Nested component configs
+    concurrency, display names): each component class lists them in ``not_in_key``. What else decides its
+    behaviour is added: the text of its ``prompt_fields`` (the config's, or the file its default reads) and its
+    ``key_material(cfg)`` (e.g. the content of prompt files it names), as digests. Nested component configs
     (an evaluator's judge) are reduced the same way. Content keys are built from this."""
     if isinstance(cfg, list):
         return [behaviour(v) for v in cfg]
     if not isinstance(cfg, dict):
         return cfg
-    skip: tuple[str, ...] = ()
+    component = None
     if isinstance(cfg.get("_target_"), str):
         try:
-            skip = tuple(getattr(get_method(cfg["_target_"]), "not_in_key", ()))
+            component = get_method(cfg["_target_"])
         except Exception:  # an unknown target is refused by preflight; the key needs no opinion on it
-            skip = ()
-    return {k: behaviour(v) for k, v in cfg.items() if k not in skip}
+            component = None
+    skip = tuple(getattr(component, "not_in_key", ()))
+    out = {k: behaviour(v) for k, v in cfg.items() if k not in skip}
+    if component is not None:
+        material = prompt_digests(component, cfg, tuple(getattr(component, "prompt_fields", ())))
+        if hasattr(component, "key_material"):
+            material |= component.key_material(cfg)
+        if material:
+            out["_key_material"] = material
+    return out
+
+
+def prompt_digests(component: Any, cfg: dict[str, Any], fields: tuple[str, ...]) -> dict[str, str]:
+    """A content digest of each prompt field's effective text: the config's, else its default (for a harness,
+    a prompt file read by the field's default factory) — editing the file changes the key."""
+    import hashlib
+
+    defaults = {f.name: f for f in dataclasses.fields(component)} if dataclasses.is_dataclass(component) else {}
+    out = {}
+    for name in fields:
+        text = cfg.get(name)
+        if text is None and name in defaults:
+            f = defaults[name]
+            text = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        out[name] = hashlib.sha256(str(text).encode()).hexdigest()[:16]
+    return out
 
 
 def build_model(cfg: dict[str, Any], task: Task, seed: int = 0) -> Model:
@@ -154,7 +180,7 @@ def _validate_run_settings(cfg: Any) -> None:
         "budget.allow_unknown_cost": bool,
         "attribution.below": typing.Annotated[float, pydantic.Field(ge=0, le=1)] | None,
         "stages.evaluate": bool,
-        "store.reuse": bool,
+        "store.reuse": bool | typing.Literal["stale"],
     }
     for key, hint in schema.items():
         value = OmegaConf.select(cfg, key)

@@ -24,8 +24,11 @@ from codesign.sandbox import scratch
 from codesign.score import (
     adjusted_frame,
     breakdown_frame,
+    denominators_frame,
+    format_denominators,
     format_errors,
     format_summary,
+    ledger_frame,
     summary_frame,
     task_frame,
     verdict_frame,
@@ -58,15 +61,21 @@ class Command:
         return self.budget
 
 
-def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str = "") -> list[TrialSpec]:
-    plain = lambda key: OmegaConf.to_container(cfg[key], resolve=True)  # noqa: E731
+def cell_of(cfg: DictConfig) -> dict[str, str]:
+    """The cell a config runs: model, harness (``none`` for a regime without one), regime, evaluator."""
     uses_harness = getattr(get_class(cfg.regime._target_), "uses_harness", True)
-    cell = {
+    return {
         "model": cfg.model.name,
         "harness": cfg.harness.name if uses_harness else "none",
         "regime": cfg.regime.name,
         "evaluator": cfg.evaluator.name,
     }
+
+
+def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str = "") -> list[TrialSpec]:
+    plain = lambda key: OmegaConf.to_container(cfg[key], resolve=True)  # noqa: E731
+    uses_harness = getattr(get_class(cfg.regime._target_), "uses_harness", True)
+    cell = cell_of(cfg)
     return [
         TrialSpec(
             task_dir=str(path),
@@ -80,7 +89,7 @@ def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str 
             store_root=store_uri(cfg.store.root),
             node_cache=cfg.paths.node_cache,
             scratch_root=cfg.paths.scratch,
-            reuse=bool(cfg.store.reuse),
+            reuse="stale" if cfg.store.reuse == "stale" else bool(cfg.store.reuse),
             evaluate=bool(cfg.stages.evaluate),
             attribution_below=cfg.attribution.below,
             run_id=run_id,
@@ -128,8 +137,10 @@ def prepare(cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None
     specs = trial_specs(cfg, [(t.id, t.dir) for t in selection.tasks], command.run_id)
     for spec in specs:
         spec.cell["run"] = name  # routes each streamed record back to its cell
-    cell_keys = {**(specs[0].cell if specs else {}), "run": name}
-    errors = [TrialRecord.unrun(e.task_id, cell_keys, TrialStatus.TASK_ERROR, str(e)) for e in selection.errors]
+    cell_keys = {**cell_of(cfg), "run": name}
+    # A task that did not load is one planned trial per seed, each counted in the denominators.
+    errors = [TrialRecord.unrun(e.task_id, {**cell_keys, "seed": str(seed)}, TrialStatus.TASK_ERROR, str(e))
+              for e in selection.errors for seed in cfg.seeds]  # fmt: skip
     for e in selection.errors:
         print(f"task error: {e}", file=sys.stderr)
     return Cell(cfg, out_dir, name, group, specs, errors, command)
@@ -177,14 +188,16 @@ def run_cells(cells: list[Cell]) -> list[dict[str, Any]]:
 
 def _conclude(cell: Cell) -> dict[str, Any]:
     records = cell.records + cell.task_errors
-    tasks = task_frame(records)
+    tasks, ledger = task_frame(records), ledger_frame(records)
     tables = {"verdicts": verdict_frame(records), "tasks": tasks, "summary": summary_frame(tasks),
-              "breakdowns": breakdown_frame(tasks), "adjusted": adjusted_frame(tasks)}  # fmt: skip
+              "breakdowns": breakdown_frame(tasks), "adjusted": adjusted_frame(tasks), "ledger": ledger,
+              "denominators": denominators_frame(tasks, ledger)}  # fmt: skip
     for name, frame in tables.items():
         frame.write_parquet(cell.out_dir / f"{name}.parquet")
     store = Store(store_uri(cell.cfg.store.root))
     write_report(cell.out_dir, tables, records, store, title=f"codesign · {cell.name}")
     print(format_summary(tables["summary"]))
+    print(format_denominators(tables["denominators"]))
     left_out = format_errors(tasks)
     if left_out:
         print("left out of the scores:\n" + left_out, file=sys.stderr)

@@ -27,8 +27,9 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-# Bump when grading semantics change, so stored evaluations are not reused across versions.
-EVALUATION_VERSION = "1"
+# Bump when what a stored evaluation means changes without a change of the grading code (whose source is
+# part of every evaluation key already: codesign.evaluate.fingerprint). 2: ungraded criteria, grading errors.
+EVALUATION_VERSION = "2"
 
 
 def content_key(*parts: Any) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from codesign._types import (
 from codesign.build import behaviour, build_evaluator
 from codesign.errors import TaskError
 from codesign.evaluate.attribution import classify, task_gate
+from codesign.evaluate.fingerprint import grading_code
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
 from codesign.solve.models.cache import responses_in
@@ -44,7 +47,7 @@ class TrialSpec:
     store_root: str = "outputs/store"  # the store's URI: a folder, or object storage (s3://bucket/prefix)
     node_cache: str = "~/.cache/codesign/node_modules"
     scratch_root: str | None = None
-    reuse: bool = True
+    reuse: bool | str = True  # true, false, or "stale": also evaluations graded by older grading code
     evaluate: bool = True  # false: solve and store only (grade later, e.g. with several evaluators)
     attribution_below: float | None = 0.5  # diagnose trials whose strict score is below this (None: never)
     run_id: str = ""  # this command's id: with reuse off, stages it produced are still shared by its cells
@@ -58,7 +61,13 @@ class TrialSpec:
         return content_key(task.solver_hash, behaviour(self.solve_configs()), self.seed)
 
     def eval_key(self, task: Task, patch: str) -> str:
-        """The evaluation's key: the graded patch (on this app), the criteria and probes, the grading config."""
+        """The evaluation's key: what it grades (the patch on this app, the criteria, probes and script folders),
+        how (the grading config and its prompt files' content) and with which grading code (README, *Keys*)."""
+        return content_key(self.eval_family(task, patch), grading_code())
+
+    def eval_family(self, task: Task, patch: str) -> str:
+        """The evaluation's key but for the grading code: evaluations of one family differ only by the code that
+        graded them (``store.reuse=stale`` may use an older one, and says so)."""
         patch_hash = hashlib.sha256(patch.encode()).hexdigest()
         return content_key(
             task.solver_hash, patch_hash, task.criteria_hash, behaviour(self.evaluator), EVALUATION_VERSION
@@ -93,6 +102,8 @@ def _evaluation_from(d: dict[str, Any]) -> Evaluation:
         d.get("wall_s", 0.0),
         d.get("telemetry", {}),
         d.get("transient", ""),
+        d.get("attempts", 1),
+        d.get("grading_code", ""),
     )
 
 
@@ -153,7 +164,8 @@ async def _run_loaded(spec: TrialSpec, task: Task, store: Store, browser: Browse
 
     if record.telemetry.exit_status == ExitStatus.INFRA_ERROR:
         # The framework or its environment failed the solve: an error to report, never a zero to average.
-        record.status, record.message = TrialStatus.INFRA_ERROR.value, f"solve: {record.telemetry.message}"
+        record.status, record.stage = TrialStatus.INFRA_ERROR.value, "solve"
+        record.message = f"solve: {record.telemetry.message}"
         return record
     if not spec.evaluate:
         record.status = TrialStatus.SOLVED.value
@@ -163,23 +175,26 @@ async def _run_loaded(spec: TrialSpec, task: Task, store: Store, browser: Browse
     async with stage_lock(eval_dir / ".evaluate.lock", store):  # two cells with one grading config grade once
         await asyncio.to_thread(store.pull, eval_dir, ["evaluation.json"])
         stored = read_json(eval_dir / "evaluation.json")
+        if stored is None and spec.reuse == "stale":
+            stored = await asyncio.to_thread(_older_evaluation, store, trial_key, spec.eval_family(task, patch))
         if _reusable(stored, spec):
             record.evaluation = _evaluation_from(stored)
             record.cached["evaluate"] = True
         else:
-            try:
-                evaluator = build_evaluator(spec.evaluator)
-                record.evaluation = await evaluate_patch(
-                    task, patch, evaluator, browser, eval_dir, node_cache, spec.scratch_root, spec.sandbox
-                )
-            except Exception as e:  # the evaluation machinery failed: reported as an error, never as a zero
-                record.status, record.message = TrialStatus.INFRA_ERROR.value, f"evaluation failed: {e}"
+            failure = await _grade(spec, task, patch, eval_dir, browser, node_cache, record)
+            if failure:  # the evaluation machinery failed: reported as an error, never as a zero
+                record.status, record.stage, record.message = TrialStatus.INFRA_ERROR.value, "evaluate", failure
                 return record
-            if not record.evaluation.transient:  # an app timeout is graded again next run, never reused
+            assert record.evaluation is not None
+            # Stored as finished only when the app, not a grader or the clock, decided every verdict: an app
+            # timeout and a grading error are graded again next run, never reused.
+            if not record.evaluation.transient and record.evaluation.status != TrialStatus.GRADING_ERROR:
+                record.evaluation.grading_code = grading_code()
                 write_json(
                     eval_dir / "evaluation.json",
-                    {"evaluator": spec.evaluator, "run_id": spec.run_id, **asdict(record.evaluation)},
-                )
+                    {"evaluator": spec.evaluator, "run_id": spec.run_id, "family": spec.eval_family(task, patch),
+                     "graded_at": time.time(), **asdict(record.evaluation)},
+                )  # fmt: skip
                 await asyncio.to_thread(store.push, eval_dir, last="evaluation.json")
     record.status = record.evaluation.status
     if record.status != TrialStatus.OK:
@@ -192,9 +207,47 @@ async def _run_loaded(spec: TrialSpec, task: Task, store: Store, browser: Browse
     return record
 
 
+def _older_evaluation(store: Store, trial_key: str, family: str) -> dict[str, Any] | None:
+    """The latest stored evaluation of this family graded by other grading code (``store.reuse=stale``)."""
+    import json
+
+    found = []
+    for path in store.glob(f"trials/{trial_key}/evals/*/evaluation.json"):
+        with contextlib.suppress(ValueError, TypeError):
+            stored = json.loads(store.read_bytes(path) or b"null")
+            if stored and stored.get("family") == family:
+                found.append(stored)
+    return max(found, key=lambda d: d.get("graded_at", 0.0), default=None)
+
+
+async def _grade(spec: TrialSpec, task: Task, patch: str, eval_dir: Path, browser: Browser, node_cache: Path,
+                 record: TrialRecord) -> str | None:  # fmt: skip
+    """Grade the patch into ``record.evaluation``; a grading error is graded again, up to the evaluator's
+    ``max_retries`` times in this run. Returns why the machinery failed (None: it did not). Every attempt's
+    judge and verifier spend stays in the evaluation's telemetry, so the budget is charged for all of them."""
+    evaluator = build_evaluator(spec.evaluator)
+    attempts = 1 + int(spec.evaluator.get("max_retries", 1))
+    failure: str | None = None
+    for attempt in range(1, attempts + 1):
+        try:
+            evaluation = await evaluate_patch(
+                task, patch, evaluator, browser, eval_dir, node_cache, spec.scratch_root, spec.sandbox
+            )
+        except Exception as e:
+            failure = f"evaluation failed: {type(e).__name__}: {e}"
+            spent = evaluator.telemetry() if hasattr(evaluator, "telemetry") else {}
+            record.evaluation = Evaluation(TrialStatus.INFRA_ERROR.value, message=failure, telemetry=spent,
+                                           attempts=attempt)  # fmt: skip
+            continue
+        evaluation.attempts, record.evaluation, failure = attempt, evaluation, None
+        if evaluation.status != TrialStatus.GRADING_ERROR:
+            break
+    return failure
+
+
 async def run_trial_safely(spec: TrialSpec, browser: Browser) -> TrialRecord:
     """``run_trial`` that never raises: an unexpected failure becomes an infrastructure-error record."""
     try:
         return await run_trial(spec, browser)
     except Exception as e:
-        return TrialRecord.unrun(spec.task_id, spec.cell, TrialStatus.INFRA_ERROR, f"{type(e).__name__}: {e}")
+        return TrialRecord.unrun(spec.task_id, spec.cell, TrialStatus.INFRA_ERROR, f"{type(e).__name__}: {e}", "trial")

@@ -69,14 +69,14 @@ def test_a_task_whose_reference_fails_is_a_starting_artifact_defect(tmp_path, su
 
 
 @pytest.mark.parametrize(("verdicts", "ungraded", "category"), [
-    ("PFFF", 3, "ungraded"),  # 1 of the 1 gradable criteria passes: low only because of coverage
-    ("FFF", 3, "ungraded"),  # nothing gradable at all
+    ("PFFF", 3, "not_gradable"),  # 1 of the 1 gradable criteria passes: low only because of coverage
+    ("FFF", 3, "not_gradable"),  # nothing gradable at all
     ("PFFF", 1, "model_limitation"),  # 1 of 3 gradable passes: the model's own low score
 ])  # fmt: skip
 def test_a_low_score_from_criteria_the_evaluator_cannot_grade_is_not_the_models(verdicts, ungraded, category):
     r = record("t", "ME", verdicts)
     for v in r.evaluation.verdicts[len(verdicts) - ungraded :]:
-        v.failure_category = "not_gradable"
+        v.failure_category = v.ungraded = "not_gradable"
     assert classify(r, SOUND, below=0.5)["category"] == category
 
 

@@ -199,7 +199,7 @@ def test_malformed_reply_is_retried_then_recovers(tmp_path):
     assert sum("not the required JSON object" in json.dumps(r.messages) for r in tables["judge_requests"]) == 1
 
 
-def test_malformed_replies_exhausted_are_an_evaluator_error_never_a_pass(tmp_path):
+def test_malformed_replies_exhausted_are_ungraded_never_a_pass_nor_a_zero_and_graded_again(tmp_path):
     def broken(req: ServedRequest) -> Reply:
         if is_verifier(req):
             return not_refuted()
@@ -207,12 +207,15 @@ def test_malformed_replies_exhausted_are_an_evaluator_error_never_a_pass(tmp_pat
             return Reply('{"verdict": "PASS", "reason": ')  # truncated JSON, every time
         return careful_judge(req)
 
-    tables = evaluate(tmp_path, broken)
+    tables = evaluate(tmp_path, broken)  # evaluator.max_retries=1: graded twice in the run
     v = by_criterion(tables)["note-text"]
-    assert v["verdict"] == "FAIL" and v["failure_category"] == "evaluator_error" and "malformed" in v["reason"]
-    assert tables["tasks"].row(0, named=True)["evaluator_errors"] == 1
+    assert v["verdict"] == "UNGRADED" and v["ungraded"] == "grader_error" and "malformed" in v["reason"]
+    task = tables["tasks"].row(0, named=True)
+    assert task["status"] == "grading_error" and task["strict"] is None and task["eval_attempts"] == 2
+    assert task["evaluator_errors"] == 2 and task["judge_calls"] == 2 * (3 + 2 + 1)  # both attempts are charged
     attempts = [r for r in tables["judge_requests"] if criterion_of(r) == "note-text"]
-    assert len(attempts) == 3  # the first answer plus max_format_retries=2
+    assert len(attempts) == 2 * 3  # per grading: the first answer plus max_format_retries=2
+    assert not list((tmp_path / "store").glob("trials/*/evals/*/evaluation.json"))  # never stored as finished
 
 
 def test_prompt_injection_in_the_app_does_not_flip_a_verdict(tmp_path):

@@ -5,8 +5,16 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from codesign._types import CriterionVerdict, Evaluation, Telemetry, TrialRecord
-from codesign.score import format_summary, summary_frame, task_frame, verdict_frame
+from codesign._types import CriterionVerdict, Evaluation, Telemetry, TrialRecord, TrialStatus
+from codesign.score import (
+    denominators_frame,
+    format_denominators,
+    format_summary,
+    ledger_frame,
+    summary_frame,
+    task_frame,
+    verdict_frame,
+)
 
 CELL = {"model": "m", "harness": "h", "regime": "agentic", "evaluator": "probe", "seed": "0"}
 
@@ -24,7 +32,7 @@ def record(task_id: str, track: str, verdicts: str, status: str = "ok", exit_sta
         {"modality": "text"},
         status,
         telemetry=Telemetry(turns=3, exit_status=exit_status),
-        evaluation=Evaluation(status, vs) if status == "ok" else None,
+        evaluation=Evaluation(status, vs) if status in ("ok", "aborted") else None,
     )
 
 
@@ -98,12 +106,12 @@ def test_tool_calls_by_kind_are_columns():
     assert row["tool_calls"] == 5 and row["tools_edit"] == 3 and row["tools_shell"] == 2 and row["tools_media"] == 0
 
 
-def test_ungraded_criteria_count_as_fail_and_are_reported():
+def test_not_gradable_criteria_count_as_fail_and_are_reported():
     r = record("a", "RE", "PF")
-    r.evaluation.verdicts[1].failure_category = "not_gradable"
+    r.evaluation.verdicts[1].failure_category = r.evaluation.verdicts[1].ungraded = "not_gradable"
     tasks = task_frame([r])
-    assert tasks["n_ungraded"][0] == 1 and tasks["strict"][0] == 0.5
-    assert summary_frame(tasks).filter(summary_frame(tasks)["track"] == "ALL")["ungraded"][0] == 1
+    assert tasks["n_not_gradable"][0] == 1 and tasks["strict"][0] == 0.5
+    assert summary_frame(tasks).filter(summary_frame(tasks)["track"] == "ALL")["not_gradable"][0] == 1
 
 
 def test_breakdowns_by_modality_edit_types_and_capability():
@@ -203,3 +211,50 @@ def test_repeats_give_spread_an_interval_and_pass_at_k():
     assert (again["strict_lo"], again["strict_hi"]) == (row["strict_lo"], row["strict_hi"])
     shown = format_summary(summary_frame(task_frame(records)))
     assert "strict_95ci" in shown and "pass_at_k" in shown and "0.25" in shown
+
+
+def test_the_ledger_accounts_for_every_planned_trial_and_criterion_hand_counted():
+    """Nine planned trials, one of each fate; the denominators add up to what was planned, and the scores
+    average only the two scored trials (a grading error is never a zero)."""
+    judged = record("ok-judge", "ME", "PH")  # scored: a judge's PASS and a verifier-lowered PARTIAL
+    judged.evaluation.verdicts[0].grader = "judge"
+    judged.evaluation.verdicts[1].grader, judged.evaluation.verdicts[1].original_verdict = "verifier", "PASS"
+    probed = record("ok-probe", "RE", "PF")  # scored: a probe's PASS, a not-gradable FAIL
+    probed.evaluation.verdicts[1].grader, probed.evaluation.verdicts[1].ungraded = "none", "not_gradable"
+    graded_badly = record("grading", "RE", "PF")  # a script bug and a browser crash: no verdict, not a zero
+    graded_badly.status = graded_badly.evaluation.status = "grading_error"
+    for v, cause in zip(graded_badly.evaluation.verdicts, ("grader_error", "infra"), strict=True):
+        v.verdict, v.ungraded, v.grader = "UNGRADED", cause, "script"
+    unrun = [
+        TrialRecord.unrun("broken", CELL, TrialStatus.TASK_ERROR, "task.yaml: bad"),
+        TrialRecord.unrun("solve-down", CELL, TrialStatus.INFRA_ERROR, "solve: endpoint down", "solve"),
+        TrialRecord.unrun("eval-down", CELL, TrialStatus.INFRA_ERROR, "evaluation failed: sandbox", "evaluate"),
+        TrialRecord.unrun("lost", CELL, TrialStatus.INFRA_ERROR, "its worker was lost 3×", "worker"),
+        TrialRecord.unrun("late", CELL, TrialStatus.SKIPPED, "not started: budget"),
+        record("audited", "ME", "P", status="aborted"),
+    ]
+    records = [judged, probed, graded_badly, *unrun]
+    tasks, ledger = task_frame(records), ledger_frame(records)
+    counts = denominators_frame(tasks, ledger).row(0, named=True)
+    assert counts["planned"] == 9 and counts["scored"] == 2
+    assert (counts["task_error"], counts["infra_error_solve"], counts["infra_error_evaluate"],
+            counts["infra_error_worker"], counts["grading_error"], counts["aborted"], counts["skipped"]) == (
+        1, 1, 1, 1, 1, 1, 1)  # fmt: skip
+    unscored = [k for k in counts if k in ("task_error", "grading_error", "aborted", "skipped", "solved_only")
+                or k.startswith("infra_error_")]  # fmt: skip
+    assert counts["scored"] + sum(counts[k] for k in unscored) == counts["planned"]
+    assert counts["grading_error_grader_error"] == counts["grading_error_infra"] == 1
+    assert counts["grading_error_undecided_timeout"] == 0
+    assert (counts["criteria_scored"], counts["by_judge"], counts["verifier_lowered"], counts["by_probe"],
+            counts["not_gradable"]) == (4, 2, 1, 1, 1)  # fmt: skip
+    assert counts["ungraded_grader_error"] == counts["ungraded_infra"] == 1
+    # One ledger row per trial × criterion; a trial without an evaluation has one row without a criterion.
+    assert ledger.height == 2 + 2 + 2 + 5 + 1
+    assert set(ledger.filter(pl.col("task_id") == "grading")["bucket"]) == {"grading_error:grader_error,infra"}
+    assert ledger.filter(pl.col("task_id") == "eval-down")["bucket"].to_list() == ["infra_error:evaluate"]
+    all_ = summary_row(summary_frame(tasks), "ALL")
+    assert all_["strict"] == pytest.approx((0.5 + 0.5) / 2)  # only the two scored trials
+    assert (all_["planned"], all_["scored"], all_["grading_errors"], all_["errors"]) == (9, 2, 1, 4)
+    line = format_denominators(denominators_frame(tasks, ledger))
+    assert "9 planned, 2 scored" in line and "grading_error 1 (grader_error 1, infra 1)" in line
+    assert "infra_error_worker 1" in line and "1 of the judge's lowered by the verifier" in line

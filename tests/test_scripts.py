@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -74,13 +75,17 @@ def make_task(root: Path, criteria: str = CRITERIA, **checks: str) -> Path:
     return root
 
 
-def verdicts(tmp_path: Path, root: Path, model: str) -> dict[str, dict]:
+def graded(tmp_path: Path, root: Path, model: str, store: Path | None = None) -> dict[str, pl.DataFrame]:
+    store = store or tmp_path / "store"
     cfg = compose_config(f"model={model}", "evaluator=probe", "tasks=all", f"tasks.root={root}", "executor=inline",
-                         "tracker=none", f"store.root={tmp_path / 'store'}", "attribution.below=null")  # fmt: skip
+                         "tracker=none", f"store.root={store}", "attribution.below=null")  # fmt: skip
     out = tmp_path / f"run-{model}"
-    out.mkdir()
-    tables = run(cfg, out)
-    return {r["criterion_id"]: r for r in tables["verdicts"].iter_rows(named=True)}
+    out.mkdir(parents=True, exist_ok=True)
+    return run(cfg, out)
+
+
+def verdicts(tmp_path: Path, root: Path, model: str) -> dict[str, dict]:
+    return {r["criterion_id"]: r for r in graded(tmp_path, root, model)["verdicts"].iter_rows(named=True)}
 
 
 def test_scripts_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_path):
@@ -102,7 +107,7 @@ def test_scripts_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp
     assert code == 0, out
 
 
-def test_a_broken_script_is_an_evaluator_error_never_a_pass(tmp_path):
+def test_a_broken_script_is_ungraded_never_a_pass_nor_a_zero_and_a_missing_element_is_the_apps_fail(tmp_path):
     criteria = (
         CRITERIA
         + """  - id: buggy
@@ -117,18 +122,54 @@ def test_a_broken_script_is_an_evaluator_error_never_a_pass(tmp_path):
     text: A plain function.
     kind: content
     script: {file: checks/plain.py}
+  - id: dark-mode
+    text: A Dark button switches the theme.
+    kind: interaction
+    script: {file: checks/dark.py}
 """
     )
+    dark = "async def check(page):\n    await page.get_by_role('button', name='Dark').click(timeout=2000)\n"
     root = make_task(tmp_path / "suite", criteria, buggy="async def check(page):\n    return undefined_helper(page)\n",
                      refuses="async def check(page):\n    return False, 'the banner is missing'\n",
-                     plain="def check(page):\n    return True\n")  # fmt: skip
-    got = verdicts(tmp_path, root, "oracle")
-    assert got["buggy"]["verdict"] == "FAIL" and got["buggy"]["failure_category"] == "evaluator_error"
-    assert "NameError" in got["buggy"]["reason"]
+                     plain="def check(page):\n    return True\n", dark=dark)  # fmt: skip
+    tables = graded(tmp_path, root, "oracle")
+    got = {r["criterion_id"]: r for r in tables["verdicts"].iter_rows(named=True)}
+    assert got["buggy"]["verdict"] == "UNGRADED" and got["buggy"]["ungraded"] == "grader_error"
+    assert "NameError" in got["buggy"]["reason"] and got["buggy"]["score"] is None
+    assert got["not-async"]["ungraded"] == "grader_error" and "no async function" in got["not-async"]["reason"]
+    # The app's own failures stay verdicts: a False return, and a step that waited for a button never shown.
     assert got["refuses"]["verdict"] == "FAIL" and got["refuses"]["reason"] == "the banner is missing"
-    assert (
-        got["not-async"]["failure_category"] == "evaluator_error" and "no async function" in got["not-async"]["reason"]
-    )
+    assert got["dark-mode"]["verdict"] == "FAIL" and got["dark-mode"]["failure_category"] == "element_never_reached"
+    assert got["dark-mode"]["ungraded"] is None and "Timeout" in got["dark-mode"]["reason"]
+    # The trial is a grading error: graded twice (max_retries=1), left out of the scores, counted, never stored.
+    trial = tables["tasks"].row(0, named=True)
+    assert trial["status"] == "grading_error" and trial["strict"] is None and trial["eval_attempts"] == 2
+    assert trial["bucket"] == "grading_error:grader_error" and "grader_error ×2 (buggy, not-async)" in trial["message"]
+    summary = tables["summary"].filter(pl.col("track") == "ALL").row(0, named=True)
+    assert summary["planned"] == 1 and summary["scored"] == 0 and summary["grading_errors"] == 1
+    assert summary["strict"] is None
+    counts = tables["denominators"].row(0, named=True)
+    assert counts["grading_error"] == counts["grading_error_grader_error"] == 1 and counts["ungraded_grader_error"] == 2
+    assert not list((tmp_path / "store").glob("trials/*/evals/*/evaluation.json"))  # graded again next run
+    ledger = tables["ledger"].filter(pl.col("criterion_id") == "buggy").row(0, named=True)
+    assert ledger["bucket"] == "grading_error:grader_error" and ledger["grader"] == "script" and not ledger["scored"]
+
+
+def test_a_script_imports_helpers_from_its_folder_and_editing_one_regrades(tmp_path):
+    helper = "EXPECTED = 'Thanks for visiting'\n"
+    note = "from notes import EXPECTED\n\nasync def check(page, expect):\n" \
+           "    await expect(page.locator('.note')).to_have_text(EXPECTED)\n"  # fmt: skip
+    root = make_task(tmp_path / "suite", note=note, notes=helper)
+    first = graded(tmp_path, root, "oracle")
+    verdict = first["verdicts"].filter(pl.col("criterion_id") == "note-text").row(0, named=True)
+    assert verdict["verdict"] == "PASS", verdict["reason"]
+    assert "notes" not in sys.modules  # loaded with the script, not left for another task's own ``notes``
+    (root / "shop" / "checks" / "notes.py").write_text("EXPECTED = 'Come again soon'\n")  # only the helper
+    second = graded(tmp_path / "again", root, "oracle", store=tmp_path / "store")
+    regraded = second["verdicts"].filter(pl.col("criterion_id") == "note-text").row(0, named=True)
+    assert regraded["verdict"] == "FAIL"  # graded again with the edited helper, not reused
+    assert second["tasks"]["eval_key"][0] != first["tasks"]["eval_key"][0]
+    assert second["tasks"]["trial_key"][0] == first["tasks"]["trial_key"][0]  # the solve is reused
 
 
 @pytest.mark.parametrize(("file", "problem"), [("app/check.py", "outside app/"), ("checks/none.py", "is missing")])

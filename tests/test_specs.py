@@ -88,15 +88,16 @@ def test_specs_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_p
     assert code == 0, out
 
 
-def test_a_runner_that_crashes_or_a_test_that_does_not_exist_is_an_evaluator_error(tmp_path):
+def test_a_runner_that_crashes_or_a_test_that_does_not_exist_is_ungraded_never_a_zero(tmp_path):
     renamed = CRITERIA.replace("the note thanks the visitor", "no such test")
     got = verdicts(tmp_path, spec_task(tmp_path / "a", renamed), "oracle")
-    assert got["note-text"]["failure_category"] == "evaluator_error" and "did not run" in got["note-text"]["reason"]
+    assert got["note-text"]["verdict"] == "UNGRADED" and got["note-text"]["ungraded"] == "grader_error"
+    assert "did not run" in got["note-text"]["reason"]
     assert got["counter-works"]["verdict"] == "PASS"
     crashed = verdicts(tmp_path / "b", spec_task(tmp_path / "b" / "suite", config="throw new Error('bad config');\n"),
                        "oracle")  # fmt: skip
-    assert {v["verdict"] for v in crashed.values()} == {"FAIL"}
-    assert {v["failure_category"] for v in crashed.values()} == {"evaluator_error"}
+    assert {v["verdict"] for v in crashed.values()} == {"UNGRADED"}
+    assert {v["ungraded"] for v in crashed.values()} == {"grader_error"}
     assert "no report" in crashed["note-text"]["reason"]
 
 
@@ -135,7 +136,7 @@ criteria:
     (root / "shop" / "criteria.yaml").write_text(criteria.replace("{workspace}", "{nowhere}"))
     (tmp_path / "b").mkdir()
     bad = verdicts(tmp_path / "b", root, "noop")["source-and-page"]
-    assert bad["failure_category"] == "evaluator_error" and "spec_runner.env" in bad["reason"]
+    assert bad["ungraded"] == "grader_error" and "spec_runner.env" in bad["reason"]
 
 
 @pytest.mark.parametrize(

@@ -112,7 +112,8 @@ def test_a_solve_the_framework_failed_is_an_error_not_an_empty_patch_graded(tmp_
     assert row["message"].startswith("solve:") and row["strict"] is None
     summary = tables["summary"].filter(pl.col("track") == "ALL").row(0, named=True)
     assert summary["errors"] == 1 and summary["tasks"] == 0 and summary["strict"] is None
-    assert "infra_error ×1: solve:" in capsys.readouterr().err
+    assert "infra_error (solve) ×1: solve:" in capsys.readouterr().err
+    assert row["bucket"] == "infra_error:solve" and tables["denominators"]["infra_error_solve"][0] == 1
     assert not list((tmp_path / "store").glob("trials/*/solve.json"))  # solved again next run
 
 
@@ -122,8 +123,11 @@ def test_an_evaluation_the_framework_failed_is_an_error(tmp_path):
     not_a_browser = tmp_path / "chromium"
     not_a_browser.write_text("#!/bin/sh\nexit 1\n")
     not_a_browser.chmod(0o755)
-    row = run_suite(tmp_path, root, f"browser.executable={not_a_browser}")["tasks"].row(0, named=True)
+    tables = run_suite(tmp_path, root, f"browser.executable={not_a_browser}")
+    row = tables["tasks"].row(0, named=True)
     assert row["status"] == "infra_error" and "could not launch Chromium" in row["message"]
+    assert row["stage"] == "evaluate" and row["eval_attempts"] == 2  # tried again in the run (max_retries=1)
+    assert tables["denominators"].row(0, named=True)["infra_error_evaluate"] == 1
 
 
 def test_solve_only_is_solved_and_not_scored(tmp_path):

@@ -8,7 +8,7 @@ the gate of ``codesign.evaluate.gate``, run once per task version and cached in 
 - ``environment_blockage``: the solve ended on infrastructure (an infrastructure error or the wall-time
   cap, as the paper records timeouts) with nothing achieved;
 - ``mixed``: such an infrastructure ending, but with some criteria met;
-- ``ungraded``: low only because the evaluator could not grade some criteria (no probe under ``probe``);
+- ``not_gradable``: low only because the evaluator could not grade some criteria (no probe under ``probe``);
 - ``model_limitation``: a sound task and a solve that ended on its own terms;
 - ``undetermined``: the gate itself could not decide (a transient failure); it is not cached.
 
@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codesign._types import ExitStatus, TrialRecord
+from codesign._types import ExitStatus, TrialRecord, Ungraded
 from codesign.evaluate.gate import validate_task
 from codesign.runtime.browser import Browser
 from codesign.store import Store, read_json, write_json
@@ -59,7 +59,7 @@ async def task_gate(task: Task, browser: Browser, node_cache: Path, store: Store
 def classify(record: TrialRecord, gate: dict[str, Any], below: float = 0.5) -> dict[str, Any]:
     verdicts = record.evaluation.verdicts if record.evaluation else []
     n_pass = sum(v.verdict == "PASS" for v in verdicts)
-    graded = [v for v in verdicts if v.failure_category != "not_gradable"]
+    graded = [v for v in verdicts if v.ungraded != Ungraded.NOT_GRADABLE]
     exit_status = record.telemetry.exit_status if record.telemetry else ExitStatus.INFRA_ERROR.value
     infrastructure = ExitStatus(exit_status).is_infrastructure
     if gate.get("transient"):
@@ -70,7 +70,7 @@ def classify(record: TrialRecord, gate: dict[str, Any], below: float = 0.5) -> d
         category, reason = "starting_artifact_defect", "the reference solution does not pass: " + _failed(gate)
     elif len(graded) < len(verdicts) and (not graded or n_pass / len(graded) >= below):
         # Low only because criteria the evaluator could not grade count as FAIL: its coverage, not the model.
-        category = "ungraded"
+        category = "not_gradable"
         reason = f"{len(verdicts) - len(graded)} criteria could not be graded by this evaluator; use hybrid or llm"
     elif infrastructure and n_pass == 0:
         category, reason = "environment_blockage", f"the solve ended with {exit_status} and nothing was achieved"

@@ -6,7 +6,8 @@ The final workspaces of ``calibrate.solvers`` (oracle and noop by default: every
 and not) are graded twice — by the probes and by the LLM evaluator — reusing stored solves, and every
 criterion that carries a probe is compared. Reported per criterion kind and overall: accuracy (exact
 verdict match), Cohen's κ over PASS / PARTIAL / FAIL, and the false-PASS rate (the LLM says PASS where
-the probe does not): the error that inflates scores.
+the probe does not): the error that inflates scores. Criteria either side could not grade (``UNGRADED``)
+are left out of the comparison and counted.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             .with_columns(solver=pl.lit(solver))
         )
     pairs = pl.concat(frames)
+    ungraded = pairs.filter((pl.col("probe") == "UNGRADED") | (pl.col("llm") == "UNGRADED"))
+    pairs = pairs.filter((pl.col("probe") != "UNGRADED") & (pl.col("llm") != "UNGRADED"))  # no verdict to compare
     table = agreement(pairs)
     pairs.write_parquet(out / "pairs.parquet")
     table.write_parquet(out / "agreement.parquet")
@@ -90,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                    tbl_rows=-1, float_precision=3):  # fmt: skip
         print(f"{base.evaluator.name} vs probes on {pairs.height} criteria ({', '.join(base.calibrate.solvers)}):")
         print(table)
+    if ungraded.height:
+        print(f"left out: {ungraded.height} criteria a grader could not grade (see the runs' ledger.parquet)")
     print(f"report: {out / 'agreement.parquet'}")
     return 0
 

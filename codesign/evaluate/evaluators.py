@@ -7,8 +7,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Verdict
+from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Ungraded, Verdict
 from codesign.build import construct
+from codesign.errors import ConfigError
 from codesign.evaluate import judge as judging
 from codesign.evaluate import probes, scripts, specs
 from codesign.evaluate.audit import AuditViolation, audit
@@ -24,7 +25,7 @@ from codesign.evaluate.judge import (
     select_evidence,
     user_message,
 )
-from codesign.runtime.waiting import AppUnresponsive
+from codesign.evaluate.outcomes import guarded, guarded_all
 from codesign.tasks.loader import Task
 from codesign.tasks.schema import Criterion
 
@@ -35,36 +36,37 @@ class ProbeEvaluator:
     graded here and counts as FAIL (``not_gradable``): a skipped check never counts as a pass."""
 
     # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
-    not_in_key = ("name", "concurrency", "timeout_s")
+    not_in_key = ("name", "concurrency", "timeout_s", "max_retries")
 
     name: str = "probe"
     concurrency: Count = 4  # probes graded at once (each interactive probe has its own browser context)
     timeout_s: Seconds = 1800.0  # a whole evaluation (evidence and grading); far above what a working app needs
+    max_retries: NonNegative = 1  # gradings again, within the run, of a trial whose grading failed
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
         gate = asyncio.Semaphore(self.concurrency)
-        spec_verdicts = await specs.grade_specs(task, session, session.scratch_root)
+        spec_verdicts = await _spec_verdicts(task, session)
 
         async def one(c: Criterion) -> CriterionVerdict:
             if c.id in spec_verdicts:
                 return spec_verdicts[c.id]
             if not c.deterministic:
-                return CriterionVerdict(
-                    c.id,
-                    c.kind,
-                    c.preserve,
-                    Verdict.FAIL.value,
-                    "none",
-                    "no deterministic probe or script; use an LLM evaluator to grade it",
-                    [],
-                    "not_gradable",
-                )
+                reason = "no deterministic probe or script; use an LLM evaluator to grade it"
+                return CriterionVerdict.ungraded_by(c, "none", Ungraded.NOT_GRADABLE, reason)
             async with gate:
                 if c.script is not None:
-                    return await scripts.grade(c, task.dir, session)
-                return await probes.grade(c, session)
+                    return await guarded(c, "script", scripts.grade(c, task.dir, session), session)
+                return await guarded(c, "probe", probes.grade(c, session), session)
 
         return list(await asyncio.gather(*(one(c) for c in task.criteria)))
+
+
+async def _spec_verdicts(task: Task, session: EvidenceSession) -> dict[str, CriterionVerdict]:
+    """Every spec criterion's verdict, from one runner run (see :mod:`codesign.evaluate.specs`)."""
+    wanted = [c for c in task.criteria if c.spec is not None]
+    if not wanted:
+        return {}
+    return await guarded_all(wanted, "spec", specs.grade_specs(task, session, session.scratch_root), session)
 
 
 _RANK = {"FAIL": 0, "PARTIAL": 1, "PASS": 2}
@@ -78,16 +80,17 @@ class LLMEvaluator:
     grades criteria that carry a deterministic probe with the probe instead."""
 
     # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
-    not_in_key = ("name", "concurrency", "timeout_s")
+    not_in_key = ("name", "concurrency", "timeout_s", "max_retries")
 
     judge: dict[str, Any]  # a model config (the same shape as the model group's)
     verifier: dict[str, Any] | None = None  # null: no refutation step
     name: str = "llm"
     use_probes: bool = False
     max_actions: NonNegative = 8  # browser actions per criterion, per judge or verifier
-    max_format_retries: NonNegative = 2  # malformed replies re-asked before recording an evaluator error
-    max_calls: Count = 12  # model calls per criterion, per judge or verifier; reaching it is an evaluator error
+    max_format_retries: NonNegative = 2  # malformed replies re-asked before the criterion is a grader error
+    max_calls: Count = 12  # model calls per criterion, per judge or verifier; reaching it is a grader error
     criterion_timeout_s: Seconds = 600.0  # wall time per criterion, per judge or verifier; likewise
+    max_retries: NonNegative = 1  # gradings again, within the run, of a trial whose grading failed
     concurrency: Count = 4  # criteria graded at once
     judge_prompt: str = "judge_v1.md"
     verifier_prompt: str = "verifier_v1.md"
@@ -98,7 +101,25 @@ class LLMEvaluator:
     _stats: dict[str, CallStats] = field(default_factory=dict)
     _errors: int = 0
 
+    @classmethod
+    def key_material(cls, cfg: dict[str, Any]) -> dict[str, str]:
+        """The judge's and verifier's prompt files by content: editing one re-grades (codesign.build)."""
+        import hashlib
+
+        out = {}
+        for field_name in ("judge_prompt", "verifier_prompt"):
+            text = prompt(cfg.get(field_name) or getattr(cls, field_name))
+            out[field_name] = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return out
+
     def check(self) -> None:
+        for field_name in ("judge_prompt", "verifier_prompt"):
+            try:
+                prompt(getattr(self, field_name))
+            except OSError as e:
+                raise ConfigError(f"evaluator.{field_name}={getattr(self, field_name)!r} cannot be read: {e}",
+                                  "name a file of codesign/evaluate/prompts/ (judge_v1.md) or give a path to "
+                                  "your own prompt file") from None  # fmt: skip
         for cfg in (self.judge, self.verifier):
             model = construct(cfg) if cfg else None
             if model is not None and hasattr(model, "check"):
@@ -130,22 +151,17 @@ class LLMEvaluator:
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
         gate = asyncio.Semaphore(self.concurrency)
-        spec_verdicts = await specs.grade_specs(task, session, session.scratch_root) if self.use_probes else {}
+        spec_verdicts = await _spec_verdicts(task, session) if self.use_probes else {}
 
         async def one(c: Criterion) -> CriterionVerdict:
             if c.id in spec_verdicts:
                 return spec_verdicts[c.id]
             async with gate:
                 if self.use_probes and c.script is not None:
-                    return await scripts.grade(c, task.dir, session)
+                    return await guarded(c, "script", scripts.grade(c, task.dir, session), session)
                 if self.use_probes and c.probe is not None:
-                    return await probes.grade(c, session)
-                try:
-                    return await self._grade(task, c, session)
-                except AppUnresponsive as e:  # the app hung under the judge's actions: its failure, graded again
-                    session.timeouts.append(str(e))
-                    return CriterionVerdict(c.id, c.kind, c.preserve, Verdict.FAIL.value, "judge", str(e), [],
-                                            "timeout")  # fmt: skip
+                    return await guarded(c, "probe", probes.grade(c, session), session)
+                return await guarded(c, "judge", self._grade(task, c, session), session)
 
         verdicts = list(await asyncio.gather(*(one(c) for c in task.criteria)))
         problems = audit(verdicts, session.items) if self.audit else []
@@ -170,20 +186,11 @@ class LLMEvaluator:
     async def _grade(self, task: Task, c: Criterion, session: EvidenceSession) -> CriterionVerdict:
         judged = await self._consult("judge", task, c, session)
         trace: dict[str, Any] = {"judge": judged.transcript}
-        if judged.reply is None:
+        if judged.reply is None:  # no valid verdict: the judge's failure, never the app's FAIL
             self._errors += 1
-            verdict = CriterionVerdict(
-                c.id,
-                c.kind,
-                c.preserve,
-                Verdict.FAIL.value,
-                "judge",
-                f"evaluator error: {judged.error}",
-                judged.actions,
-                "evaluator_error",
-            )
             session.write(f"transcripts/{c.id}.json", json.dumps(trace, default=str, indent=1))
-            return verdict
+            return CriterionVerdict.ungraded_by(c, "judge", Ungraded.GRADER_ERROR, f"the judge gave no verdict: "
+                                                f"{judged.error}", judged.actions)  # fmt: skip
         r = judged.reply
         verdict = CriterionVerdict(c.id, c.kind, c.preserve, r.verdict, "judge", r.reason, list(r.evidence_ids),
                                    None if r.verdict == "PASS" else (r.failure_category or "wrong"))  # fmt: skip
@@ -193,10 +200,12 @@ class LLMEvaluator:
             )
             challenged = await self._consult("verifier", task, c, session, extra)
             trace["verifier"] = challenged.transcript
-            if challenged.reply is None:  # an unverifiable positive is not a positive
+            if challenged.reply is None:  # an unverified positive is no verdict yet: neither a PASS nor a FAIL
                 self._errors += 1
-                verdict.original_verdict, verdict.verdict = verdict.verdict, Verdict.FAIL.value
-                verdict.grader, verdict.failure_category = "verifier", "evaluator_error"
+                verdict.original_verdict, verdict.verdict = verdict.verdict, Verdict.UNGRADED.value
+                verdict.grader, verdict.failure_category = "verifier", None
+                verdict.ungraded = Ungraded.GRADER_ERROR.value
+                verdict.reason = f"the verifier gave no verdict on the judge's {r.verdict}: {challenged.error}"
                 verdict.refutation = {"error": challenged.error, "actions": challenged.actions}
             else:
                 v = challenged.reply

@@ -7,6 +7,7 @@ Ids: ``diff``, ``build``, ``route:/cart``, and per route and viewport ``shot:/ca
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -163,7 +164,8 @@ class EvidenceSession:
 
     async def close(self) -> None:
         for ctx in self._contexts.values():
-            await ctx.close()
+            with contextlib.suppress(Exception):  # a crashed browser's contexts: its failure is reported already
+                await ctx.close()
         self._contexts.clear()
         self.pages.clear()
 

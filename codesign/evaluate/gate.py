@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from codesign._types import CriterionVerdict, Ungraded
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
@@ -103,7 +104,7 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
         report.steps["integrity"] = "ok"
         evaluator = ProbeEvaluator()
         baseline = await evaluate_patch(task, "", evaluator, browser, out_dir / task.id / "baseline", node_cache)
-        report.transient = baseline.transient
+        report.transient = baseline.transient or _undecided(baseline.verdicts)
         if baseline.message and all(v.failure_category == "build_failed" for v in baseline.verdicts):
             report.fail("install_build", baseline.message)
             return report
@@ -125,7 +126,7 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
         reference = await evaluate_patch(
             task, task.reference_patch(), evaluator, browser, out_dir / task.id / "reference", node_cache
         )
-        report.transient = report.transient or reference.transient
+        report.transient = report.transient or reference.transient or _undecided(reference.verdicts)
         seen = {v.criterion_id: [v.verdict] for v in reference.verdicts}
         for k in range(2, repeat + 1):
             again = await evaluate_patch(task, task.reference_patch(), evaluator, browser,
@@ -136,7 +137,7 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
                             for cid, vs in seen.items() if len(set(vs)) > 1]  # fmt: skip
         probed = {c.id for c in task.criteria if c.deterministic}  # probes, scripts and spec tests
         unsolved = [
-            f"{v.criterion_id}: {v.reason}"
+            f"{v.criterion_id}: " + (f"could not be graded ({v.ungraded}): " if v.grading_failed else "") + v.reason
             for v in reference.verdicts
             if v.criterion_id in probed and v.verdict != "PASS"
         ]
@@ -148,7 +149,9 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
         for v in baseline.verdicts:
             if v.criterion_id not in probed:
                 continue
-            if v.preserve and v.verdict != "PASS":
+            if v.grading_failed:  # neither a pass nor a fail: says nothing about discrimination
+                wrong.append(f"{v.criterion_id} could not be graded on the baseline ({v.ungraded}): {v.reason}")
+            elif v.preserve and v.verdict != "PASS":
                 wrong.append(f"{v.criterion_id} (preserve) fails on the baseline: {v.reason}")
             elif not v.preserve and v.verdict != "FAIL":
                 wrong.append(f"{v.criterion_id} (change) already {v.verdict} on the baseline")
@@ -163,6 +166,13 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
     finally:
         report.wall_s = round(time.monotonic() - start, 2)
     return report
+
+
+def _undecided(verdicts: list[CriterionVerdict]) -> str:
+    """Why some verdicts could not be decided for a passing reason (the browser, the clock): the gate says
+    nothing certain then and is retried. A grader's own error (a script's bug) is the task's to fix: a FAIL."""
+    passing = [v for v in verdicts if v.ungraded in (Ungraded.INFRA, Ungraded.UNDECIDED_TIMEOUT)]
+    return "; ".join(f"{v.criterion_id} ({v.ungraded}): {v.reason[:200]}" for v in passing)[:1000]
 
 
 def _has_content(dom_file: Path) -> bool:

@@ -13,11 +13,13 @@ import asyncio
 import base64
 import html as htmllib
 import json
+import os
 import re
 import secrets
 import time
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
@@ -91,6 +93,11 @@ class Consultation:
 
 
 def prompt(name: str) -> str:
+    """A judge or verifier prompt: a file of ``codesign/evaluate/prompts/`` by name (``judge_v1.md``), or a
+    prompt file of your own by its path (``evaluator.judge_prompt=/path/to/judge.md``)."""
+    own = Path(name).expanduser()
+    if own.suffix and (own.is_absolute() or os.sep in name) and own.is_file():
+        return own.read_text()
     return resources.files("codesign.evaluate.prompts").joinpath(name).read_text()
 
 

@@ -7,6 +7,7 @@ with its before/after state, so interaction verdicts rest on actions that really
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import re
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from codesign._types import CriterionVerdict, EvidenceItem, Verdict
 from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
 from codesign.runtime import waiting
 from codesign.runtime.browser import context_options
-from codesign.runtime.waiting import AppUnresponsive, TargetMissing, bounded, describe, target
+from codesign.runtime.waiting import AppUnresponsive, BrowserFailure, TargetMissing, bounded, describe, target
 from codesign.tasks import probes as P
 from codesign.tasks.schema import Criterion
 
@@ -406,7 +407,8 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
         timeout = str(e)
     finally:
         if context is not None:
-            await context.close()
+            with contextlib.suppress(Exception):  # a dead browser's context: what failed is already raised
+                await context.close()
     if any(name == "source" for name, _ in probe.expect):
         cited.insert(0, "diff")
     probe_id = session.add(
@@ -455,10 +457,10 @@ async def _run_steps(
             error, category = str(e), _category(criterion, e.checks)
         except TargetMissing as e:
             error = str(e)
-        except AppUnresponsive:
+        except (AppUnresponsive, BrowserFailure):
             raise
-        except Exception as e:  # Playwright's TimeoutError and friends: say what it waited for
-            error = describe(e)
+        except Exception as e:  # Playwright's TimeoutError and friends: say what it waited for (a dead browser
+            error = describe(e)  # fails the state read below, and the grader's guard blames the browser)
         after = await state_fingerprint(page)
         record = {
             "step": name,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from codesign._protocols import Evaluator
-from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, TrialStatus, Verdict
+from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, TrialStatus, Ungraded, Verdict
 from codesign.build import build_candidate_sandbox
 from codesign.evaluate.audit import AuditViolation
 from codesign.evaluate.evidence import EvidenceSession
@@ -25,10 +25,6 @@ from codesign.tasks.loader import Task
 VIEWPORTS = ["desktop", "mobile"]
 
 
-class EvaluationTimeout(Exception):
-    """A whole evaluation ran past its evaluator's ``timeout_s`` with no sign the app was at fault."""
-
-
 # Where candidate code runs when no trial names a sandbox (the task gate, calibration): confined locally.
 DEFAULT_SANDBOX: dict[str, Any] = {"_target_": "codesign.sandbox.local.LocalSandbox"}
 
@@ -38,6 +34,15 @@ def _all_fail(task: Task, reason: str, cited: list[str], category: str) -> list[
         CriterionVerdict(c.id, c.kind, c.preserve, Verdict.FAIL.value, "none", reason, cited, category)
         for c in task.criteria
     ]
+
+
+def grading_failure_message(failed: list[CriterionVerdict]) -> str:
+    """One line per cause: ``grader_error ×2 (c1, c2): the judge gave no verdict: …``."""
+    by_cause: dict[str, list[CriterionVerdict]] = {}
+    for v in failed:
+        by_cause.setdefault(v.ungraded or "?", []).append(v)
+    return "\n".join(f"{cause} ×{len(vs)} ({', '.join(v.criterion_id for v in vs)}): {vs[0].reason[:300]}"
+                     for cause, vs in by_cause.items())  # fmt: skip
 
 
 async def evaluate_patch(
@@ -51,8 +56,10 @@ async def evaluate_patch(
     sandbox: dict[str, Any] | None = None,
 ) -> Evaluation:
     """Grade ``patch`` applied to the task's baseline. Candidate failures (patch, build, serve) are
-    FAIL verdicts; only failures of the evaluation machinery are raised. The candidate's code is built and
-    served in a candidate sandbox of the trial's ``sandbox`` kind (confined, offline)."""
+    FAIL verdicts; a criterion whose grader failed is ungraded and makes the evaluation a ``grading_error``;
+    failures of the machinery around the graders (the build's sandbox, the evidence browser) are raised. The
+    candidate's code is built and served in a candidate sandbox of the trial's ``sandbox`` kind (confined,
+    offline)."""
     start = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     scratch = scratch_dirs.make(f"eval-{task.id}", scratch_root)
@@ -109,14 +116,20 @@ async def evaluate_patch(
             except AuditViolation as e:  # reported separately, left out of the scores
                 status, message, verdicts = TrialStatus.ABORTED.value, str(e), e.verdicts
             except TimeoutError:
-                if not session.timeouts:  # nothing says the app was at fault: the machinery was too slow
-                    raise EvaluationTimeout(f"the evaluation exceeded {evaluator.timeout_s:.0f} s") from None
-                reason = f"the evaluation exceeded {evaluator.timeout_s:.0f} s; the app: {session.timeouts[0]}"
-                verdicts = _all_fail(task, reason, list(session.items), "timeout")
-                session.timeouts.append(reason)
+                if session.timeouts:  # the app stopped answering on the way: its failure (graded again next run)
+                    reason = f"the evaluation exceeded {evaluator.timeout_s:.0f} s; the app: {session.timeouts[0]}"
+                    verdicts = _all_fail(task, reason, list(session.items), "timeout")
+                    session.timeouts.append(reason)
+                else:  # nothing says whether the app or the machine was too slow: no verdict at all
+                    reason = f"the evaluation exceeded {evaluator.timeout_s:.0f} s with no sign the app was at fault"
+                    verdicts = [CriterionVerdict.ungraded_by(c, "none", Ungraded.UNDECIDED_TIMEOUT, reason)
+                                for c in task.criteria]  # fmt: skip
             finally:
                 await session.close()
                 session.save_index()
+        failed = [v for v in verdicts if v.grading_failed]
+        if failed:  # a grader failed: no score from this grading (an audit's verdict waits for a full grading)
+            status, message = TrialStatus.GRADING_ERROR.value, grading_failure_message(failed)
         (out_dir / "verdicts.json").write_text(json.dumps(redact_data([asdict(v) for v in verdicts]), indent=1))
         telemetry = evaluator.telemetry() if hasattr(evaluator, "telemetry") else {}
         wall = round(time.monotonic() - start, 3)

@@ -10,8 +10,10 @@ are. One ``playwright test`` run per evaluation grades every spec criterion of t
   project's own Chromium settings, e.g. a viewport), no retries, generous timeouts
   (``spec_runner.timeout_s`` per test), the JSON reporter into a file, traces and screenshots kept for
   failures;
-- the report decides: passed → PASS; failed or timed out → FAIL with the assertion's message; a test
-  that did not run, a runner that crashed or produced no report → FAIL ``evaluator_error`` (never PASS).
+- the report decides: passed → PASS; failed or timed out → FAIL with the assertion's message. A test
+  that did not run, a spec folder whose dependencies do not install, a runner that crashed or produced no
+  report is no verdict about the app: the criterion is ungraded (``grader_error``; a runner that had to be
+  stopped at ``RUN_BOUND_S`` is ``undecided_timeout``) and its trial a grading error, graded again.
 
 Each test's steps become an action record, and its failure screenshot and trace are evidence.
 """
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codesign._types import CriterionVerdict, EvidenceItem, Verdict
+from codesign._types import CriterionVerdict, EvidenceItem, Ungraded, Verdict
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.runtime.browser import CHROMIUM_ARGS, find_chromium
 from codesign.sandbox import scratch
@@ -134,17 +136,25 @@ def _lookup(results: dict[tuple[str, str], SpecResult], file: str, title: str) -
     return next((r for (f, t), r in results.items() if t == title and file.endswith("/" + f)), SpecResult("missing"))
 
 
-def _run(folder: Path, files: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+@dataclass
+class RunnerOutput:
+    returncode: int | None
+    stdout: str
+    stopped: bool = False  # killed at RUN_BOUND_S
+
+
+def _run(folder: Path, files: list[str], env: dict[str, str]) -> RunnerOutput:
     cli = folder / "node_modules" / "@playwright" / "test" / "cli.js"
     command = ["node", str(cli), "test", "--config", "codesign.config.mjs", *files]
     proc = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)  # fmt: skip
     try:
         out, _ = proc.communicate(timeout=RUN_BOUND_S)
+        return RunnerOutput(proc.returncode, out)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # the runner and every browser it started
         out, _ = proc.communicate()
-    return subprocess.CompletedProcess(command, proc.returncode, out, "")
+        return RunnerOutput(proc.returncode, out, stopped=True)
 
 
 async def grade_specs(
@@ -160,6 +170,9 @@ async def grade_specs(
     def verdict(c: Any, v: Verdict, reason: str, cited: list[str], category: str | None) -> CriterionVerdict:
         return CriterionVerdict(c.id, c.kind, c.preserve, v.value, "spec", reason, cited, category)
 
+    def ungraded(c: Any, cause: Ungraded, reason: str, cited: list[str]) -> CriterionVerdict:
+        return CriterionVerdict.ungraded_by(c, "spec", cause, reason, cited)
+
     folder = scratch.make(f"specs-{task.id}", scratch_root)
     try:
         source = task.dir / runner.dir
@@ -168,8 +181,8 @@ async def grade_specs(
         try:
             modules = await asyncio.to_thread(cached_node_modules, source, node_cache)
         except Exception as e:  # the spec folder's dependencies could not be installed: nothing is graded
-            return {c.id: verdict(c, Verdict.FAIL, f"spec runner not installed: {e}"[:2000], [], "evaluator_error")
-                    for c in wanted}  # fmt: skip
+            reason = f"spec runner not installed: {e}"
+            return {c.id: ungraded(c, Ungraded.GRADER_ERROR, reason, []) for c in wanted}
         link_node_modules(work, modules, runner.packages)
         await session.browser.get()  # bound the black-hole proxy port the same way as codesign's own pages
         args = [*CHROMIUM_ARGS, session.browser.proxy_arg()]
@@ -180,7 +193,7 @@ async def grade_specs(
             env |= {k: v.format(**places) for k, v in runner.env.items()}
         except (KeyError, ValueError) as e:
             reason = f"spec_runner.env: {e!r} is not one of {{workspace}}, {{specs}}, {{base_url}}"
-            return {c.id: verdict(c, Verdict.FAIL, reason, [], "evaluator_error") for c in wanted}
+            return {c.id: ungraded(c, Ungraded.GRADER_ERROR, reason, []) for c in wanted}
         files = sorted({c.spec.file for c in wanted if c.spec})
         proc = await asyncio.to_thread(_run, work, files, env)
         session.write("spec-runner.log", proc.stdout[-20000:])
@@ -189,8 +202,11 @@ async def grade_specs(
             results = parse_report(json.loads((work / REPORT).read_text()))
         except (OSError, ValueError) as e:
             tail = " ".join(proc.stdout.split()[-60:])
+            if proc.stopped:  # the app or the machine: nothing in a killed run says which
+                reason = f"the spec runner did not finish within {RUN_BOUND_S:.0f} s and was stopped: {tail}"
+                return {c.id: ungraded(c, Ungraded.UNDECIDED_TIMEOUT, reason, [log_id]) for c in wanted}
             reason = f"the spec runner produced no report (exit {proc.returncode}, {type(e).__name__}): {tail}"
-            return {c.id: verdict(c, Verdict.FAIL, reason[:2000], [log_id], "evaluator_error") for c in wanted}
+            return {c.id: ungraded(c, Ungraded.GRADER_ERROR, reason, [log_id]) for c in wanted}
         out: dict[str, CriterionVerdict] = {}
         for c in wanted:
             assert c.spec is not None
@@ -212,7 +228,7 @@ async def grade_specs(
                 out[c.id] = verdict(c, Verdict.FAIL, reason, cited, "regressed" if c.preserve else "wrong")
             else:
                 reason = f"{c.spec.file}: {c.spec.title!r} did not run ({r.status}); check the title and file"
-                out[c.id] = verdict(c, Verdict.FAIL, reason, cited, "evaluator_error")
+                out[c.id] = ungraded(c, Ungraded.GRADER_ERROR, reason, cited)
         return out
     finally:
         shutil.rmtree(folder, ignore_errors=True)

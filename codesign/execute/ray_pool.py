@@ -391,7 +391,8 @@ class _Pool:
                 self.queue.append((spec, attempt + 1))  # next in line, on a live worker
             else:
                 message = f"its worker was lost {attempt + 1}× ({what})"
-                self.finish(TrialRecord.unrun(spec["task_id"], spec["cell"], TrialStatus.INFRA_ERROR, message), spec)
+                lost = TrialRecord.unrun(spec["task_id"], spec["cell"], TrialStatus.INFRA_ERROR, message, "worker")
+                self.finish(lost, spec)
             return
         self.finish(record, spec)
 

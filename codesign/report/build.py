@@ -19,9 +19,9 @@ from codesign.store import is_remote, local_path
 from codesign.track.report import html_table
 
 # The main table's columns, in the order shown (the rest stay in the parquet files).
-MAIN_COLUMNS = [*CELL, "track", "tasks", "strict", "strict_lo", "strict_hi", "strict_sd", "graded", "full_pass",
-                "zero_pass", "turns_median", "tool_calls", "input_tokens", "output_tokens", "cost_usd",
-                "solve_s_median", "errors", "aborted", "capped", "skipped"]  # fmt: skip
+MAIN_COLUMNS = [*CELL, "track", "planned", "scored", "tasks", "strict", "strict_lo", "strict_hi", "strict_sd",
+                "graded", "full_pass", "zero_pass", "turns_median", "tool_calls", "input_tokens", "output_tokens",
+                "cost_usd", "solve_s_median", "errors", "grading_errors", "aborted", "capped", "skipped"]  # fmt: skip
 
 
 @dataclass
@@ -34,11 +34,13 @@ class Report:
     attribution: pl.DataFrame
     adjusted: pl.DataFrame
     agreement: pl.DataFrame
+    denominators: pl.DataFrame
     figures: dict[str, list[tuple[str, bytes]]] = field(default_factory=dict)
 
     def frames(self) -> dict[str, pl.DataFrame]:
         return {"main": self.main, "breakdowns": self.breakdowns, "sensitivity": self.sensitivity, "rho": self.rho,
-                "attribution": self.attribution, "adjusted": self.adjusted, "agreement": self.agreement}  # fmt: skip
+                "attribution": self.attribution, "adjusted": self.adjusted, "agreement": self.agreement,
+                "denominators": self.denominators}  # fmt: skip
 
 
 def build_report(collection: Collection, draw: bool = True) -> Report:
@@ -47,7 +49,8 @@ def build_report(collection: Collection, draw: bool = True) -> Report:
     side, rho = tables.sensitivity(main)
     breakdowns = tables.breakdowns(tasks)
     report = Report(collection, main, breakdowns, side, rho, tables.attribution(tasks),
-                    tables.adjusted(tasks, main), tables.agreement(collection.verdicts))  # fmt: skip
+                    tables.adjusted(tasks, main), tables.agreement(collection.verdicts),
+                    tables.denominators(tasks, collection.verdicts))  # fmt: skip
     if draw:
         report.figures = _figures(report)
     return report
@@ -111,6 +114,7 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
             runs=runs,
             duplicates=report.collection.duplicates,
             main=html_table(main),
+            denominators=html_table(report.denominators),
             combined=html_table(main.filter(pl.col("track") == "ALL")),
             breakdowns=html_table(report.breakdowns),
             sensitivity=html_table(report.sensitivity) if report.sensitivity.height else "",
@@ -130,7 +134,8 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
 def markdown(report: Report) -> str:
     """The tables as Markdown, for the terminal (rendered by rich) or a paper draft."""
     main = report.main.select([c for c in MAIN_COLUMNS if c in report.main.columns])
-    parts = [("Main table", main), ("Combined (all tasks weighted equally)", main.filter(pl.col("track") == "ALL")),
+    parts = [("Main table", main), ("Denominators (trials planned, scored, left out; criteria by grader)",
+              report.denominators), ("Combined (all tasks weighted equally)", main.filter(pl.col("track") == "ALL")),
              ("Breakdowns", report.breakdowns)]  # fmt: skip
     if report.sensitivity.height:
         parts += [("Sensitivity", report.sensitivity), ("Rank stability (Spearman ρ)", report.rho)]

@@ -6,6 +6,7 @@ from itertools import combinations
 
 import polars as pl
 
+from codesign.score.ledger import criteria_of, denominators_frame
 from codesign.score.metrics import CELL, NOT_THE_SOLVER, adjusted_frame, breakdown_frame, summary_frame
 from codesign.score.ranking import FACTORS, rank_stability
 from codesign.solve.recorder import TOOL_KINDS
@@ -20,7 +21,8 @@ def _both_tracks(tasks: pl.DataFrame) -> pl.DataFrame:
 def main_table(tasks: pl.DataFrame) -> pl.DataFrame:
     """The paper's Table 2, per cell × track: Strict, Graded, Full-Pass (95 % bootstrap interval over tasks,
     spread over repeats), telemetry of the solves (median turns, mean tool calls by kind, tokens, cost, wall
-    time) and how many trials were left out (errors, aborted, capped, skipped)."""
+    time) and how many trials were planned, scored and left out (errors, grading errors, aborted, capped,
+    skipped)."""
     solved = pl.col("exit_status").is_not_null()
     telemetry = (
         _both_tracks(tasks)
@@ -45,6 +47,11 @@ def _by_track(frame: pl.DataFrame, first: list[str] | None = None) -> pl.DataFra
     keys = [c for c in (first or CELL) if c in frame.columns]
     order = pl.col("track").replace_strict(TRACKS, default=9, return_dtype=pl.Int64)
     return frame.with_columns(_t=order).sort([*keys, "_t"]).drop("_t")
+
+
+def denominators(tasks: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
+    """Per cell: trials planned, scored and each unscored bucket; criteria by grader (codesign.score.ledger)."""
+    return denominators_frame(tasks, criteria_of(tasks, verdicts))
 
 
 def breakdowns(tasks: pl.DataFrame) -> pl.DataFrame:

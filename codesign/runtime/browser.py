@@ -122,6 +122,15 @@ class Browser:
                 "or set CODESIGN_CHROMIUM to a Chromium binary",
             ) from e
 
+    async def answers(self) -> bool:
+        """True when the launched browser still works (a blank page evaluates a script). Never relaunches it: a
+        grader's error is blamed on the browser only when this browser, the one it used, is gone."""
+        from codesign.runtime.waiting import blank_page_answers
+
+        if self._browser is None or not self._browser.is_connected():
+            return False
+        return await blank_page_answers(self._browser)
+
     def proxy_arg(self) -> str:
         """The flag that sends every non-loopback request to the bound, never-listening socket (after get())."""
         assert self._black_hole is not None, "launch the browser first"

@@ -58,10 +58,15 @@ class TargetMissing(Exception):
 
 
 async def browser_answers(page: Any) -> bool:
-    """True when a blank page in the same browser evaluates a script within ``HEALTH_BOUND_S``."""
+    """True when a blank page in the same browser as ``page`` evaluates a script within ``HEALTH_BOUND_S``."""
+    return await blank_page_answers(page.context.browser)
+
+
+async def blank_page_answers(browser: Any) -> bool:
+    """True when a blank page in this Playwright browser evaluates a script within ``HEALTH_BOUND_S``."""
     context = None
     try:
-        context = await asyncio.wait_for(page.context.browser.new_context(), HEALTH_BOUND_S)
+        context = await asyncio.wait_for(browser.new_context(), HEALTH_BOUND_S)
         blank = await asyncio.wait_for(context.new_page(), HEALTH_BOUND_S)
         return await asyncio.wait_for(blank.evaluate("1 + 1"), HEALTH_BOUND_S) == 2
     except Exception:

@@ -1,5 +1,6 @@
 """Scores: verdict rows → per-task scores → task-normalized summaries (the paper's metrics)."""
 
+from codesign.score.ledger import denominators_frame, format_denominators, ledger_frame
 from codesign.score.metrics import (
     adjusted_frame,
     breakdown_frame,
@@ -13,8 +14,11 @@ from codesign.score.metrics import (
 __all__ = [
     "adjusted_frame",
     "breakdown_frame",
+    "denominators_frame",
+    "format_denominators",
     "format_errors",
     "format_summary",
+    "ledger_frame",
     "summary_frame",
     "task_frame",
     "verdict_frame",

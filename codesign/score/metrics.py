@@ -2,7 +2,8 @@
 
 Per task: Strict = PASS share; Graded = (PASS + 0.5·PARTIAL) share; Full-Pass = every criterion PASS.
 Averages weight tasks equally (not criteria), per track (ME, RE) and combined (ALL). Trials that
-errored or whose evaluation was aborted are counted and shown, never averaged in as zeros.
+errored, whose grading failed or whose evaluation was aborted are counted and shown, never averaged in as
+zeros; ``codesign.score.ledger`` accounts for every one.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from codesign._types import VERDICT_SCORE, TrialRecord, TrialStatus, Verdict
+from codesign._types import VERDICT_SCORE, TrialRecord, TrialStatus, Ungraded, Verdict
+from codesign.evaluate.fingerprint import grading_code
 from codesign.redact import redact, redact_data
 from codesign.solve.recorder import TOOL_KINDS
 
@@ -25,6 +27,12 @@ EVAL_TELEMETRY = {f"{role}_{k}": t for role in ("judge", "verifier")
 _SCORE = {v.value: s for v, s in VERDICT_SCORE.items()}
 
 
+def graded_by_older_code(r: TrialRecord) -> bool:
+    """Whether the trial's evaluation was reused from a store entry graded by other grading code."""
+    code = r.evaluation.grading_code if r.evaluation else ""
+    return bool(r.cached.get("evaluate") and code and code != grading_code())
+
+
 def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
     rows = []
     for r in records:
@@ -33,7 +41,7 @@ def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
         for v in r.evaluation.verdicts:
             row = {**_cell(r), "trial_key": r.trial_key, "task_id": r.task_id, "track": r.track,
                    **redact_data(asdict(v))}  # fmt: skip
-            row["score"] = _SCORE[v.verdict]
+            row["score"] = _SCORE.get(v.verdict)  # null for an ungraded criterion: never a zero
             row["refutation"] = json.dumps(v.refutation) if v.refutation is not None else None
             rows.append(row)
     schema = {
@@ -46,6 +54,7 @@ def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "failure_category": pl.String,
         "original_verdict": pl.String,
         "refutation": pl.String,  # the verifier's trace as JSON
+        "ungraded": pl.String,  # why no grader decided (codesign.Ungraded); null: graded
         "score": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema)
@@ -67,6 +76,8 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "task_id": r.task_id,
             "track": r.track,
             "status": r.status,
+            "bucket": r.bucket,  # scored, or where the denominators count it (codesign.score.ledger)
+            "stage": r.stage or None,
             "message": redact(r.message),
             "modality": r.labels.get("modality"),
             "n_edit_types": r.labels.get("n_edit_types"),
@@ -83,6 +94,9 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "cost_source": t.cost_source if t else None,
             "solve_s": t.wall_s if t else None,
             "eval_s": r.evaluation.wall_s if r.evaluation else None,
+            "eval_attempts": r.evaluation.attempts if r.evaluation else None,
+            "n_grading_failed": len(r.evaluation.grading_failures) if r.evaluation else None,
+            "older_code": graded_by_older_code(r),
             **{k: (r.evaluation.telemetry.get(k) if r.evaluation else None) for k in EVAL_TELEMETRY},
             "node": r.node or None,  # where it ran (Ray node id)
             "retries": len(r.infra_events),  # attempts lost to the infrastructure (a dead worker or node) and re-run
@@ -92,7 +106,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             "n_criteria": None,
             "n_pass": None,
             "n_partial": None,
-            "n_ungraded": None,
+            "n_not_gradable": None,
             "strict": None,
             "graded": None,
             "full_pass": None,
@@ -100,9 +114,9 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         if r.status == TrialStatus.OK and r.evaluation and r.evaluation.verdicts:
             verdicts = [v.verdict for v in r.evaluation.verdicts]
             n, n_pass, n_partial = len(verdicts), verdicts.count(Verdict.PASS), verdicts.count(Verdict.PARTIAL)
-            ungraded = sum(v.failure_category == "not_gradable" for v in r.evaluation.verdicts)
+            not_gradable = sum(v.ungraded == Ungraded.NOT_GRADABLE for v in r.evaluation.verdicts)
             row |= {
-                "n_ungraded": ungraded,
+                "n_not_gradable": not_gradable,
                 "n_criteria": n,
                 "n_pass": n_pass,
                 "n_partial": n_partial,
@@ -113,7 +127,20 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         rows.append(row)
     schema = {
         **dict.fromkeys(
-            [*CELL, "seed", "trial_key", "eval_key", "task_id", "track", "status", "message", "modality"], pl.String
+            [
+                *CELL,
+                "seed",
+                "trial_key",
+                "eval_key",
+                "task_id",
+                "track",
+                "status",
+                "bucket",
+                "stage",
+                "message",
+                "modality",
+            ],
+            pl.String,
         ),
         "n_edit_types": pl.Int64,
         "capability": pl.String,
@@ -129,6 +156,9 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "cost_source": pl.String,
         "solve_s": pl.Float64,
         "eval_s": pl.Float64,
+        "eval_attempts": pl.Int64,  # gradings of the workspace in this run (a grading error is graded again)
+        "n_grading_failed": pl.Int64,  # criteria whose grader failed (they make the trial a grading_error)
+        "older_code": pl.Boolean,  # its evaluation was reused from older grading code (store.reuse=stale)
         **EVAL_TELEMETRY,
         "node": pl.String,
         "retries": pl.Int64,
@@ -138,7 +168,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "n_criteria": pl.Int64,
         "n_pass": pl.Int64,
         "n_partial": pl.Int64,
-        "n_ungraded": pl.Int64,  # criteria this evaluator cannot grade (no probe): counted as FAIL
+        "n_not_gradable": pl.Int64,  # criteria this evaluator cannot grade (no probe): counted as FAIL
         "strict": pl.Float64,
         "graded": pl.Float64,
         "full_pass": pl.Boolean,
@@ -154,16 +184,19 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
     out = (
         both.group_by([*CELL, "track"])
         .agg(
+            planned=pl.len(),  # trials planned: scored + every unscored one (the run's ledger says why)
+            scored=scored.sum(),
             tasks=pl.col("task_id").filter(scored).n_unique(),  # tasks, not trials: repeats count once
             strict=pl.col("strict").filter(scored).mean(),
             graded=pl.col("graded").filter(scored).mean(),
             full_pass=pl.col("full_pass").filter(scored).cast(pl.Float64).mean(),
             zero_pass=(pl.col("n_pass") == 0).filter(scored).cast(pl.Float64).mean(),
             errors=pl.col("status").is_in([TrialStatus.TASK_ERROR.value, TrialStatus.INFRA_ERROR.value]).sum(),
+            grading_errors=(pl.col("status") == TrialStatus.GRADING_ERROR.value).sum(),
             aborted=(pl.col("status") == TrialStatus.ABORTED.value).sum(),
             skipped=(pl.col("status") == TrialStatus.SKIPPED.value).sum(),
             capped=pl.col("exit_status").is_in(["turn_cap", "time_cap", "cost_cap"]).sum(),
-            ungraded=pl.col("n_ungraded").filter(scored).sum(),
+            not_gradable=pl.col("n_not_gradable").filter(scored).sum(),
         )
         .with_columns(track_order=pl.col("track").replace_strict({"ME": 0, "RE": 1, "ALL": 2}, default=3))
         .sort([*CELL, "track_order"])
@@ -210,7 +243,7 @@ def _spread(trials: pl.DataFrame) -> dict[str, Any]:
 
 
 # Low scores the solver is not to blame for: left out of the environment-adjusted scores.
-NOT_THE_SOLVER = ("starting_artifact_defect", "environment_blockage", "ungraded")
+NOT_THE_SOLVER = ("starting_artifact_defect", "environment_blockage", "not_gradable")
 
 
 def adjusted_frame(tasks: pl.DataFrame) -> pl.DataFrame:
@@ -273,10 +306,16 @@ def format_summary(summary: pl.DataFrame) -> str:
 def format_errors(tasks: pl.DataFrame) -> str:
     """The trials left out of the scores, each kind with its cause: ``errors`` and ``aborted`` in the summary
     are counts; this says why (one line per status and cause, with the tasks it hit)."""
-    left_out = [TrialStatus.TASK_ERROR.value, TrialStatus.INFRA_ERROR.value, TrialStatus.ABORTED.value]
+    left_out = [TrialStatus.TASK_ERROR.value, TrialStatus.INFRA_ERROR.value, TrialStatus.GRADING_ERROR.value,
+                TrialStatus.ABORTED.value]  # fmt: skip
     rows = (
         tasks.filter(pl.col("status").is_in(left_out))
         .with_columns(cause=pl.col("message").fill_null("").str.split("\n").list.first().str.slice(0, 200))
+        .with_columns(
+            status=pl.when(pl.col("stage").is_not_null())
+            .then(pl.format("{} ({})", pl.col("status"), pl.col("stage")))
+            .otherwise(pl.col("status"))
+        )
         .group_by("status", "cause")
         .agg(pl.len().alias("n"), pl.col("task_id").unique().sort())
         .sort("status", "n", descending=[False, True])

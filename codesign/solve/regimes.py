@@ -73,6 +73,8 @@ class SingleShot:
 
     # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
     not_in_key = ("name",)
+    # Text fields whose content (a prompt file, by default) is part of the solve's key (codesign.build).
+    prompt_fields = ("system_prompt", "task_template")
 
     uses_harness = False
     name: str = "single_shot"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -52,11 +53,16 @@ class Task:
 
     @property
     def criteria_hash(self) -> str:
-        """The criteria and their probes as parsed (YAML comments and layout do not count), and the code of
-        their scripts."""
+        """The criteria and their probes as parsed (YAML comments and layout do not count), and every file of
+        their scripts' folders (a script may import helpers from its folder)."""
         import json
 
-        scripts = {c.script.file: (self.dir / c.script.file).read_text() for c in self.criteria if c.script}
+        scripts: dict[str, Any] = {c.script.file: (self.dir / c.script.file).read_text() for c in self.criteria
+                                   if c.script}  # fmt: skip
+        folders = sorted({str(Path(c.script.file).parent) for c in self.criteria if c.script})
+        if folders:  # the helpers next to the scripts (the task folder's own app and attachments are not theirs)
+            scripts["script_folders"] = {f: tree_hash(self.dir / f, (*GENERATED_DIRS, *SCRIPT_FOLDER_SKIP))
+                                         for f in folders}  # fmt: skip
         if self.spec_runner is not None:  # the spec folder (specs, config, lockfile) and how it runs
             scripts["spec_runner"] = [self.spec_runner.model_dump(), tree_hash(self.dir / self.spec_runner.dir)]
         parsed = [c.model_dump() for c in self.criteria]
@@ -166,6 +172,11 @@ def _validation_problem(err: ValidationError) -> str:
         msg = e["msg"].removeprefix("Value error, ")
         parts.append(f"{loc or '<root>'}: {msg}")
     return "; ".join(parts)
+
+
+# Never part of a script's folder, when that folder is the task folder itself: what the solver and the
+# reference decide (their own keys cover them), and caches.
+SCRIPT_FOLDER_SKIP = ("app", "attachments", "solution")
 
 
 def tree_hash(root: Path, skip: tuple[str, ...] = GENERATED_DIRS) -> str:

@@ -102,6 +102,7 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
         subtitle=f"{len(records)} trials · {summary.height} score rows",
         trials=trials,
         summary=html_table(summary),
+        denominators=html_table(tables["denominators"]),
         breakdowns=breakdowns,
         adjusted=adjusted_html,
     )

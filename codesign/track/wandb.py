@@ -91,8 +91,12 @@ class WandbTracker:
                     for metric in ("strict", "graded", "full_pass", "zero_pass"):
                         if row[metric] is not None:
                             self._run.summary[f"{prefix}/{metric}"] = row[metric]
-                    self._run.summary[f"{prefix}/tasks"] = row["tasks"]
-                    self._run.summary[f"{prefix}/errors"] = row["errors"]
+                    for count in ("planned", "scored", "tasks", "errors", "grading_errors", "aborted", "skipped"):
+                        self._run.summary[f"{prefix}/{count}"] = row[count]
+                for row in tables["denominators"].iter_rows(named=True):  # one row: this cell's
+                    for k, v in row.items():
+                        if isinstance(v, int) and not isinstance(v, bool):
+                            self._run.summary[f"denominators/{k}"] = v
                 self._run.log(
                     {
                         "tasks": _table(tables["tasks"]),
@@ -100,6 +104,8 @@ class WandbTracker:
                         "summary": _table(tables["summary"]),
                         "breakdowns": _table(tables["breakdowns"]),
                         "adjusted": _table(tables["adjusted"]),
+                        "denominators": _table(tables["denominators"]),
+                        "ledger": _table(tables["ledger"]),
                     }
                 )
                 self._log_results()
@@ -118,6 +124,8 @@ class WandbTracker:
             "summary.parquet",
             "breakdowns.parquet",
             "adjusted.parquet",
+            "ledger.parquet",
+            "denominators.parquet",
             "report.html",
         )
         files = [self._out / name for name in names] if self._out else []

@@ -67,6 +67,8 @@ def ensure_cli(version: str) -> Path:
 class ClaudeCodeHarness:
     # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
     not_in_key = ("name", "max_api_retries")
+    # Text fields whose content (a prompt file, by default) is part of the solve's key (codesign.build).
+    prompt_fields = ("task_template", "instructions")
     # The CLI and its model proxy run on this machine; a container would see neither.
     supported_sandboxes = ("LocalSandbox",)
     name: str = "claude_code"

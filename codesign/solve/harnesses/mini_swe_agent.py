@@ -122,11 +122,20 @@ def _bash_tool() -> dict[str, Any]:
 class MiniSweAgentHarness:
     # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
     not_in_key = ("name",)
+    # Text fields whose content (a prompt file, by default) is part of the solve's key (codesign.build).
+    prompt_fields = ("task_template",)
     name: str = "mini_swe_agent"
     config_file: str = "mini.yaml"  # mini-swe-agent's own packaged agent config (prompts, templates)
     command_timeout_s: Seconds = 120.0
     agent: dict[str, Any] = field(default_factory=dict)  # overrides of its AgentConfig (templates, limits)
     task_template: str = field(default_factory=lambda: prompts.load("task.md"))
+
+    @classmethod
+    def key_material(cls, cfg: dict[str, Any]) -> dict[str, str]:
+        """Its agent config file and prompts ship with mini-swe-agent: the package's release decides them."""
+        from importlib.metadata import version
+
+        return {"mini-swe-agent": version("mini-swe-agent")}
 
     def solve(
         self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None

@@ -127,6 +127,8 @@ class _Tools:
 class NativeHarness:
     # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
     not_in_key = ("name",)
+    # Text fields whose content (a prompt file, by default) is part of the solve's key (codesign.build).
+    prompt_fields = ("system_template", "task_template")
     name: str = "native"
     system_template: str = field(default_factory=lambda: prompts.load("native_system.md"))
     task_template: str = field(default_factory=lambda: prompts.load("task.md"))
