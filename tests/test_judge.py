@@ -103,6 +103,7 @@ def evaluate(tmp_path: Path, judge, verifier=None, model: str = "oracle", root: 
         out.mkdir(exist_ok=True)
         tables = run(compose_config(*overrides), out)
         tables["judge_requests"], tables["verifier_requests"] = j.requests, v.requests  # type: ignore[assignment]
+        tables["judge_peak_in_flight"] = j.peak_in_flight  # type: ignore[assignment]
     return tables
 
 

@@ -139,13 +139,14 @@ def test_solve_only_is_solved_and_not_scored(tmp_path):
 
 
 def test_status_definitions_are_documented():
-    """The README's status table names every status the code can give."""
-    from codesign._types import TrialStatus
+    """The README's tables name every trial status and every cause of an ungraded criterion the code can give."""
+    from codesign._types import TrialStatus, Ungraded
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    table = readme.split("| status |", 1)[1].split("\n\n", 1)[0]
-    for status in TrialStatus:
-        assert f"`{status.value}`" in table, status
+    for heading, values in (("| status |", TrialStatus), ("| cause |", Ungraded)):
+        table = readme.split(heading, 1)[1].split("\n\n", 1)[0]
+        for value in values:
+            assert f"`{value.value}`" in table, value
 
 
 def test_a_node_app_without_dependencies_is_evaluated(tmp_path):

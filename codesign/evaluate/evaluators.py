@@ -133,7 +133,8 @@ class LLMEvaluator:
         for role, s in self._stats.items():
             out |= {f"{role}_calls": s.calls, f"{role}_input_tokens": s.input_tokens,
                     f"{role}_output_tokens": s.output_tokens, f"{role}_cost_usd": s.cost_usd,
-                    f"{role}_cost_source": s.cost_source, f"{role}_format_retries": s.format_retries}  # fmt: skip
+                    f"{role}_cost_source": s.cost_source, f"{role}_format_retries": s.format_retries,
+                    f"{role}_abandoned_calls": s.abandoned}  # fmt: skip
         for role, cfg in (("judge", self.judge), ("verifier", self.verifier)):
             if cfg:
                 out[f"{role}_model"] = cfg.get("name")

@@ -28,6 +28,7 @@ GRADING = (
     "codesign.evaluate.scripts",
     "codesign.evaluate.specs",
     "codesign.runtime.browser",  # Chromium's flags and viewports
+    "codesign.runtime.clock",  # what a judge's time bound counts
     "codesign.runtime.http",
     "codesign.runtime.serve",  # how the candidate is built and served
     "codesign.runtime.waiting",  # the waiting rules and bounds

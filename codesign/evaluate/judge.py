@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
+import contextvars
 import html as htmllib
 import json
 import os
 import re
 import secrets
-import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -29,6 +30,7 @@ from codesign._types import EvidenceItem, weaker_cost_source
 from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
 from codesign.runtime import waiting
 from codesign.runtime.browser import VIEWPORTS
+from codesign.runtime.clock import WorkClock
 from codesign.runtime.waiting import (
     AppUnresponsive,
     BrowserFailure,
@@ -80,6 +82,7 @@ class CallStats:
     cost_usd: float = 0.0
     cost_source: str = "none"
     format_retries: int = 0
+    abandoned: int = 0  # calls cancelled on the time bound (their prompt's cost is charged, as an estimate)
 
 
 @dataclass
@@ -327,6 +330,16 @@ def fence(text: str, boundary: str, what: str) -> str:
     return f"<<<EVIDENCE id={what} boundary={boundary}>>>\n{text}\n<<<END {boundary}>>>"
 
 
+# Judges' own threads, for a model without a coroutine (``aquery``): never the pool solves hold for their whole
+# run, so a judge's call never queues behind them. Sized for the calls of several evaluations in flight.
+_JUDGE_THREADS = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="codesign-judge")
+WATCH_S = 0.5  # how often a call's time bound is re-read (time stopped while queueing does not count)
+
+
+class CallTimeout(Exception):
+    """A consultation ran out of its working time (``criterion_timeout_s``) during a model call."""
+
+
 @dataclass
 class Consultant:
     """A judge or a verifier: a model, its prompt, and its limits."""
@@ -337,25 +350,25 @@ class Consultant:
     stats: CallStats
     max_actions: int = 8
     max_format_retries: int = 2
-    max_calls: int = 12  # model calls for one criterion; reaching it is an evaluator error
-    timeout_s: float = 600.0  # wall time for one criterion; likewise
+    max_calls: int = 12  # model calls for one criterion; reaching it leaves the criterion ungraded
+    timeout_s: float = 600.0  # working time for one criterion (calls and actions, not queues); likewise
 
     async def consult(self, user: dict[str, Any], tools: BrowserTools) -> Consultation:
         messages: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt}, user]
         transcript: list[dict[str, Any]] = []
         retries = asked = 0
-        deadline = time.monotonic() + self.timeout_s
+        clock = WorkClock(self.timeout_s)
+        out_of_time = f"no verdict within {self.timeout_s:.0f} s of work"
         while True:
             if asked >= self.max_calls:
                 return Consultation(None, f"no verdict within {self.max_calls} model calls", list(tools.ids),
                                     transcript)  # fmt: skip
-            left = deadline - time.monotonic()
             offer = BROWSER_TOOLS if tools.count < tools.max_actions else []
             try:
                 asked += 1
-                reply = await asyncio.wait_for(asyncio.to_thread(self.model.query, messages, offer), max(left, 0.001))
-            except TimeoutError:
-                return Consultation(None, f"no verdict within {self.timeout_s:.0f} s", list(tools.ids), transcript)
+                reply = await self._call(messages, offer, clock)
+            except CallTimeout:
+                return Consultation(None, out_of_time, list(tools.ids), transcript)
             self._account(reply)
             message = {k: v for k, v in reply.message.items() if v is not None}
             messages.append(message)
@@ -368,9 +381,8 @@ class Consultant:
                         args = json.loads(call["function"].get("arguments") or "{}")
                     except json.JSONDecodeError:
                         args = {}
-                    if time.monotonic() > deadline:
-                        return Consultation(None, f"no verdict within {self.timeout_s:.0f} s", list(tools.ids),
-                                            transcript)  # fmt: skip
+                    if clock.left() <= 0:
+                        return Consultation(None, out_of_time, list(tools.ids), transcript)
                     text, parts = await tools.run(call["function"]["name"], args)
                     messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
                     transcript.append({"tool": call["function"]["name"], "args": args, "result": text})
@@ -388,6 +400,51 @@ class Consultant:
                 self.stats.format_retries += 1
                 messages.append({"role": "user", "content": f"Your reply is not the required JSON object ({e}). "
                                  "Reply with ONLY the JSON object."})  # fmt: skip
+
+    async def _call(self, messages: list[dict[str, Any]], offer: list[dict[str, Any]], clock: WorkClock) -> Any:
+        """One model call within the clock's time: its queues (a thread, an endpoint slot, a back-off) do not
+        count. Past the time, the call is cancelled — a coroutine's at once, its endpoint slot given back —
+        and what sending it cost is charged (:raises CallTimeout:)."""
+        with clock.current():  # queueing code below stops this clock (codesign.runtime.clock)
+            if hasattr(self.model, "aquery"):
+                call: asyncio.Future[Any] = asyncio.ensure_future(self.model.aquery(messages, offer))
+            else:  # a model without a coroutine: on the judges' own threads, the clock stopped until one runs it
+                clock.stop()
+
+                def work() -> Any:
+                    clock.start()
+                    return self.model.query(messages, offer)
+
+                running = contextvars.copy_context()
+                call = asyncio.get_running_loop().run_in_executor(_JUDGE_THREADS, running.run, work)
+        try:
+            while not call.done():
+                left = clock.left()
+                if left <= 0:
+                    raise CallTimeout
+                await asyncio.wait({call}, timeout=min(left, WATCH_S))
+            return call.result()
+        except CallTimeout:
+            call.cancel()  # a coroutine stops now; a thread's call cannot be stopped: its reply is charged later
+            if not hasattr(self.model, "aquery"):
+                call.add_done_callback(self._charge_late)
+            self._charge_abandoned(messages, offer)
+            raise
+        finally:
+            clock.start()
+
+    def _charge_abandoned(self, messages: list[dict[str, Any]], offer: list[dict[str, Any]]) -> None:
+        """A call abandoned on its time bound: the provider got the prompt and may bill it."""
+        self.stats.abandoned += 1
+        if hasattr(self.model, "prompt_cost"):
+            cost, source = self.model.prompt_cost(messages, offer)
+            if cost is not None:
+                self.stats.cost_usd += cost
+            self.stats.cost_source = weaker_cost_source(self.stats.cost_source, source)
+
+    def _charge_late(self, call: asyncio.Future[Any]) -> None:
+        if not call.cancelled() and call.exception() is None:
+            self._account(call.result())
 
     def _account(self, reply: Any) -> None:
         s = self.stats

@@ -23,7 +23,8 @@ CELL = ["model", "harness", "regime", "evaluator"]
 # Evaluator effort, per trial (LLM evaluators report it; probes cost nothing).
 EVAL_TELEMETRY = {f"{role}_{k}": t for role in ("judge", "verifier")
                   for k, t in (("calls", pl.Int64), ("input_tokens", pl.Int64), ("output_tokens", pl.Int64),
-                               ("cost_usd", pl.Float64))} | {"evaluator_errors": pl.Int64}  # fmt: skip
+                               ("cost_usd", pl.Float64), ("abandoned_calls", pl.Int64))}  # fmt: skip
+EVAL_TELEMETRY["evaluator_errors"] = pl.Int64
 _SCORE = {v.value: s for v, s in VERDICT_SCORE.items()}
 
 

@@ -14,8 +14,10 @@ import asyncio
 import contextlib
 import hashlib
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
+
+from codesign.runtime.clock import waiting
 
 ACTOR_PREFIX = "codesign-endpoint-"
 HOLDER = ""  # this process's name with the slot keepers (a trial worker's), so its slots can be freed if it dies
@@ -99,9 +101,15 @@ def _keeper(key: str) -> Any | None:
         return None
 
 
+def _local_semaphore(key: str, limit: int) -> threading.BoundedSemaphore:
+    with _local_lock:
+        return _local.setdefault(key, threading.BoundedSemaphore(limit))
+
+
 @contextlib.contextmanager
 def endpoint_slot(model: str, api_base: str | None, limit: int | None) -> Iterator[None]:
-    """Hold one of the endpoint's slots for the duration of a call (no-op without a limit)."""
+    """Hold one of the endpoint's slots for the duration of a call (no-op without a limit). Waiting for the
+    slot stops the caller's work clock (codesign.runtime.clock): a queue is not the call."""
     if not limit:
         yield
         return
@@ -110,13 +118,58 @@ def endpoint_slot(model: str, api_base: str | None, limit: int | None) -> Iterat
     if keeper is not None:
         import ray
 
-        ray.get(keeper.acquire.remote(HOLDER))
+        with waiting():
+            ray.get(keeper.acquire.remote(HOLDER))
         try:
             yield
         finally:
             ray.get(keeper.release.remote(HOLDER))
         return
-    with _local_lock:
-        semaphore = _local.setdefault(key, threading.BoundedSemaphore(limit))
-    with semaphore:
+    semaphore = _local_semaphore(key, limit)
+    with waiting():
+        semaphore.acquire()
+    try:
         yield
+    finally:
+        semaphore.release()
+
+
+@contextlib.asynccontextmanager
+async def endpoint_slot_async(model: str, api_base: str | None, limit: int | None) -> AsyncIterator[None]:
+    """:func:`endpoint_slot` for a coroutine: waiting holds no thread, and a caller cancelled mid-call (a
+    judge's timed-out call) gives its slot back at once."""
+    if not limit:
+        yield
+        return
+    key = endpoint_key(model, api_base)
+    keeper = _keeper(key)
+    if keeper is not None:
+        granted = keeper.acquire.remote(HOLDER)
+        try:
+            with waiting():
+                await granted
+        except asyncio.CancelledError:  # the keeper may grant it still: give it back once it does
+            asyncio.get_running_loop().create_task(_give_back_when_granted(keeper, granted))
+            raise
+        try:
+            yield
+        finally:
+            keeper.release.remote(HOLDER)  # sent, not awaited: a cancelled caller must not wait for it
+        return
+    semaphore = _local_semaphore(key, limit)  # shared with this process's threads (solves)
+    with waiting():
+        while not semaphore.acquire(blocking=False):
+            await asyncio.sleep(SLOT_POLL_S)
+    try:
+        yield
+    finally:
+        semaphore.release()
+
+
+SLOT_POLL_S = 0.02  # how often a coroutine retries a slot held by this process's threads
+
+
+async def _give_back_when_granted(keeper: Any, granted: Any) -> None:
+    with contextlib.suppress(Exception):
+        await granted
+        await keeper.release.remote(HOLDER)

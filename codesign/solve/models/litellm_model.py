@@ -8,6 +8,7 @@ errors are not.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
@@ -19,8 +20,9 @@ from typing import Any
 from codesign._protocols import ModelReply
 from codesign._types import Count, NonNegative, Seconds, Usage
 from codesign.errors import ConfigError
+from codesign.runtime.clock import waiting
 from codesign.solve.models.cache import CacheMode, keep, lookup, response_key
-from codesign.solve.models.limits import endpoint_slot
+from codesign.solve.models.limits import endpoint_slot, endpoint_slot_async
 
 log = logging.getLogger(__name__)
 
@@ -130,16 +132,39 @@ class LitellmModel:
         call, self._calls = self._calls, self._calls + 1
         if self.cache == "off":
             return self._call(messages, **kwargs)
+        key = self._response_key(messages, kwargs)
+        cached = self._cached(key, call)
+        if cached is not None:
+            return cached
+        return self._kept(key, self._call(messages, **kwargs))
+
+    async def acomplete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        """:meth:`complete` as a coroutine (``litellm.acompletion``): no thread is held while the provider
+        answers, and a cancelled call is abandoned at once, its endpoint slot given back."""
+        call, self._calls = self._calls, self._calls + 1
+        if self.cache == "off":
+            return await self._acall(messages, **kwargs)
+        key = self._response_key(messages, kwargs)
+        cached = self._cached(key, call)
+        if cached is not None:
+            return cached
+        return self._kept(key, await self._acall(messages, **kwargs))
+
+    def _response_key(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
         # What determines the response; never the key, the endpoint's address or the client's timeout.
         params = {k: v for k, v in (self._kwargs() | kwargs).items() if k not in ("api_key", "api_base", "timeout")}
-        key = response_key(self.model, messages, params)
+        return response_key(self.model, messages, params)
+
+    def _cached(self, key: str, call: int) -> Any | None:
         cached = lookup(self.cache, key, self.name, call)
-        if cached is not None:
-            response = _litellm().ModelResponse(**cached["response"])
-            if cached.get("cost_header") is not None:
-                response._hidden_params = {"additional_headers": {COST_HEADER: cached["cost_header"]}}
-            return response
-        response = self._call(messages, **kwargs)
+        if cached is None:
+            return None
+        response = _litellm().ModelResponse(**cached["response"])
+        if cached.get("cost_header") is not None:
+            response._hidden_params = {"additional_headers": {COST_HEADER: cached["cost_header"]}}
+        return response
+
+    def _kept(self, key: str, response: Any) -> Any:
         headers = (getattr(response, "_hidden_params", {}) or {}).get("additional_headers") or {}
         keep(self.cache, key, {"response": response.model_dump(), "cost_header": headers.get(COST_HEADER)})
         return response
@@ -161,20 +186,67 @@ class LitellmModel:
             except _retryable() as e:
                 if attempt == self.max_retries:
                     raise
-                wait = _retry_after(e) or backoff_delay(self.backoff_s, self.max_backoff_s, attempt)
-                log.warning("%s: %s; retry %d/%d in %.1fs", self.name, type(e).__name__, attempt + 1,
-                            self.max_retries, wait)  # fmt: skip
-                time.sleep(wait)
+                with waiting():  # a provider's back-off is its queue, not the call (codesign.runtime.clock)
+                    time.sleep(self._backoff(e, attempt))
         raise AssertionError("unreachable")
 
+    async def _acall(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        with waiting():  # the first call imports litellm (6-8 s): off the event loop, and not the call's time
+            litellm = await asyncio.to_thread(_litellm)
+
+        for attempt in range(self.max_retries + 1):
+            try:
+                async with endpoint_slot_async(self.model, self.api_base, self.max_concurrency):
+                    if self.stream:
+                        stream = await litellm.acompletion(model=self.model, messages=messages, num_retries=0,
+                                                           stream=True, stream_options={"include_usage": True},
+                                                           **(self._kwargs() | kwargs))  # fmt: skip
+                        chunks = [chunk async for chunk in stream]
+                        return litellm.stream_chunk_builder(chunks, messages=messages)
+                    return await litellm.acompletion(model=self.model, messages=messages, num_retries=0,
+                                                     **(self._kwargs() | kwargs))  # fmt: skip
+            except _retryable() as e:
+                if attempt == self.max_retries:
+                    raise
+                with waiting():
+                    await asyncio.sleep(self._backoff(e, attempt))
+        raise AssertionError("unreachable")
+
+    def _backoff(self, error: Exception, attempt: int) -> float:
+        wait = _retry_after(error) or backoff_delay(self.backoff_s, self.max_backoff_s, attempt)
+        log.warning("%s: %s; retry %d/%d in %.1fs", self.name, type(error).__name__, attempt + 1,
+                    self.max_retries, wait)  # fmt: skip
+        return wait
+
     def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
-        response = self.complete(messages, **({"tools": tools} if tools else {}))
+        return self._reply(self.complete(messages, **({"tools": tools} if tools else {})))
+
+    async def aquery(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        """:meth:`query` as a coroutine (judges and verifiers call this: cancellable, no thread held)."""
+        return self._reply(await self.acomplete(messages, **({"tools": tools} if tools else {})))
+
+    def _reply(self, response: Any) -> ModelReply:
         message = response.choices[0].message.model_dump(exclude_none=True)
         message = {k: v for k, v in message.items() if k in ("role", "content", "tool_calls")}
         message.setdefault("content", None)
         usage = usage_of(response)
         cost, source = self.cost(response, usage)
         return ModelReply(message, usage, cost, source)
+
+    def prompt_cost(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[float | None, str]:
+        """What sending ``messages`` costs before any reply (a call abandoned on its time bound was still
+        received and may be billed): its input tokens, counted by litellm, at the input price."""
+        try:
+            tokens = int(_litellm().token_counter(model=self.model, messages=messages, tools=tools or None))
+        except Exception:
+            return None, "unknown"
+        if self.input_cost_per_mtok is not None:
+            return tokens * self.input_cost_per_mtok / 1e6, "litellm_estimate"
+        try:
+            price = _litellm().get_model_info(self.model).get("input_cost_per_token")
+        except Exception:
+            price = None
+        return (tokens * float(price), "litellm_estimate") if price else (None, "unknown")
 
     def price_known(self) -> bool:
         """Whether this model's calls can be priced: configured prices, or litellm's price table knows it."""
