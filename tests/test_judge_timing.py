@@ -46,21 +46,22 @@ def test_sixteen_evaluations_in_flight_judged_in_1_s_each_never_run_out_of_a_5_s
 
 
 def test_a_call_past_its_bound_is_cancelled_gives_its_slot_back_and_is_charged(tmp_path):
-    """One endpoint slot (max_concurrency=1); one criterion's call never answers in time (10 s against a 2 s
-    bound). It is abandoned: the other criteria's calls go ahead while it would still be running (the
+    """One endpoint slot (max_concurrency=1); the first criterion's call never answers in time (60 s against an
+    8 s bound). It is abandoned: the other criteria's calls go ahead while it would still be running (the
     server sees two at once), and its prompt is charged at the configured price."""
 
     def judge(req: ServedRequest) -> Reply:
-        if criterion_of(req) == "note-text":
-            return Reply(verdict("PASS", ["dom:/@desktop"], "seen in the page text").content, delay_s=10.0)
+        if criterion_of(req) == "heading-colour":  # graded first (evaluator.concurrency=1)
+            return Reply(verdict("PASS", ["shot:/@desktop"], "seen in the screenshot").content, delay_s=60.0)
         return verdict("PASS", ["dom:/@desktop", "shot:/@desktop"], "seen in the page text and screenshot")
 
     prices = ["evaluator.judge.input_cost_per_mtok=1000", "evaluator.judge.output_cost_per_mtok=1000"]
     tables = evaluate(tmp_path, judge, None, "oracle", None, *ALONE, *prices, "evaluator.judge.max_concurrency=1",
-                      "evaluator.criterion_timeout_s=2", "evaluator.concurrency=1")  # fmt: skip
+                      "evaluator.criterion_timeout_s=8", "evaluator.concurrency=1")  # fmt: skip
     verdicts = {r["criterion_id"]: r for r in tables["verdicts"].iter_rows(named=True)}
-    assert verdicts["note-text"]["ungraded"] == "grader_error" and "2 s of work" in verdicts["note-text"]["reason"]
-    assert verdicts["heading-colour"]["verdict"] == verdicts["counter-works"]["verdict"] == "PASS"
+    assert verdicts["note-text"]["verdict"] == verdicts["counter-works"]["verdict"] == "PASS"
+    late = verdicts["heading-colour"]
+    assert late["ungraded"] == "grader_error" and "8 s of work" in late["reason"], late["reason"]
     trial = tables["tasks"].row(0, named=True)
     assert trial["judge_abandoned_calls"] == 1 and trial["judge_calls"] == 2  # two answered, one abandoned
     assert len(tables["judge_requests"]) == 3  # the abandoned one reached the server too
