@@ -3,7 +3,8 @@
 Per task, in order (a failed step stops that task's later steps):
   integrity       files, schema, attachments readable, reference patch applies
   install/build   dependencies (cached) and the baseline's build
-  launch/render   the baseline is served and every declared route renders (HTTP 200, visible content)
+  launch/render   the baseline is served and every declared route renders (HTTP 200, something a user can
+                  see: visible text or media, by codesign.runtime.visible — hidden text does not count)
   solvability     the reference solution passes every probed criterion
   discrimination  the unmodified app fails every probed change and passes every probed preservation
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codesign.evaluate.evaluators import ProbeEvaluator
+from codesign.evaluate.evidence import page_text
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
 from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
@@ -114,9 +116,7 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
             if e.kind == "route" and e.data["status"] != 200
         ]
         blank = [
-            e.id
-            for e in baseline.evidence
-            if e.kind == "dom" and not _has_content(out_dir / task.id / "baseline" / e.path)
+            e.id for e in baseline.evidence if e.kind == "dom" and page_text(out_dir / task.id / "baseline", e).blank
         ]
         if bad_routes or blank:
             report.fail("launch_render", "; ".join(bad_routes + [f"{b} renders nothing" for b in blank]))
@@ -163,11 +163,3 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
     finally:
         report.wall_s = round(time.monotonic() - start, 2)
     return report
-
-
-def _has_content(dom_file: Path) -> bool:
-    import re
-
-    html = dom_file.read_text(errors="replace")
-    body = re.sub(r"(?s)<(script|style)\b.*?</\1>|<[^>]+>", " ", html.split("<body", 1)[-1])
-    return bool(body.strip())
