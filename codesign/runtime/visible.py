@@ -91,9 +91,12 @@ VISIBLE_TEXT_JS = r"""(root, cap) => {
     const s = style(el);
     const propagated = el === body && style(html).overflowX === 'visible' && style(html).overflowY === 'visible';
     const boxy = el instanceof HTMLElement && !['inline', 'contents'].includes(s.display);  // overflow applies
+    const clip = /^rect\((.*)\)$/.exec(s.clip || ''), inset = /^inset\(([^)]*)\)/.exec(s.clipPath || '');
+    const overflows = boxy && !propagated && (s.overflowX !== 'visible' || s.overflowY !== 'visible');
+    if (!overflows && !clip && !inset) return FULL;  // most elements: no geometry needed
     let box = FULL;
     const r = el.getBoundingClientRect();
-    if (boxy && !propagated) {
+    if (overflows) {
       const left = r.left + el.clientLeft, top = r.top + el.clientTop;
       if (s.overflowX !== 'visible') box = scrolls(s.overflowX)
         ? [left - el.scrollLeft, box[1], left - el.scrollLeft + el.scrollWidth, box[3]]
@@ -102,13 +105,11 @@ VISIBLE_TEXT_JS = r"""(root, cap) => {
         ? [box[0], top - el.scrollTop, box[2], top - el.scrollTop + el.scrollHeight]
         : [box[0], top, box[2], top + el.clientHeight];
     }
-    const clip = /^rect\((.*)\)$/.exec(s.clip || '');
     if (clip && (s.position === 'absolute' || s.position === 'fixed')) {
       const [t, rt, b, l] = clip[1].split(/[\s,]+/);
       const at = (v, edge) => v === 'auto' ? edge : parseFloat(v);
       box = cut(box, [r.left + at(l, 0), r.top + at(t, 0), r.left + at(rt, r.width), r.top + at(b, r.height)]);
     }
-    const inset = /^inset\(([^)]*)\)/.exec(s.clipPath || '');
     if (inset) {
       const v = inset[1].split(/\s+round\s+/)[0].trim().split(/\s+/);
       const [t, rt = t, b = t, l = rt] = v;
@@ -152,9 +153,13 @@ VISIBLE_TEXT_JS = r"""(root, cap) => {
   };
 
   // The box a piece of text belongs to: its nearest ancestor that is not inline.
+  const blocks = new Map();
   const blockOf = el => {
-    for (let a = el; a; a = parentOf(a)) if (!['inline', 'contents'].includes(style(a).display)) return a;
-    return html;
+    if (!el) return html;
+    if (blocks.has(el)) return blocks.get(el);
+    const block = ['inline', 'contents'].includes(style(el).display) ? blockOf(parentOf(el)) : el;
+    blocks.set(el, block);
+    return block;
   };
 
   const visible = [], hidden = [];
