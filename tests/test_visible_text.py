@@ -91,9 +91,12 @@ def lab_session(loop, browser, tmp_path_factory):
     (root / "hidden.html").write_text('<h1 hidden>Nothing</h1><p style="position:absolute;left:-500px">here</p>')
     (root / "picture.html").write_text('<img alt="" width="40" height="40" src="data:image/gif;base64,'
                                        'R0lGODlhAQABAIAAAP///wAAACwAAAAAAQABAAACAkQBADs=">')  # fmt: skip
+    (root / "sabotage.html").write_text(  # an app whose scripts break what the reader uses
+        "<script>window.getComputedStyle = () => { throw new Error('sabotaged'); }</script><p>still here</p>"
+    )
     with static_server(root, spa_fallback=False) as url:
         session = EvidenceSession(browser, url, tmp_path_factory.mktemp("evidence"), root)
-        loop.run(session.collect(["/", "/hidden.html", "/picture.html"], ["desktop"], "", ""))
+        loop.run(session.collect(["/", "/hidden.html", "/picture.html", "/sabotage.html"], ["desktop"], "", ""))
         yield session
         loop.run(session.close())
 
@@ -150,6 +153,13 @@ def test_evidence_without_rendered_text_falls_back_to_the_html_and_says_so(lab_s
     assert text.from_html and "h-display" in text.visible and "Total: $42" in text.visible
     [part] = quote(older, lab_session, "b0undary")
     assert "from the stored HTML: may include text hidden from the user" in part["text"]
+
+
+def test_a_page_that_breaks_the_reader_keeps_its_evidence_and_falls_back_to_its_html(lab_session):
+    item = lab_session.items["dom:/sabotage.html@desktop"]
+    assert "sabotaged" in item.data["text_error"]  # and collect() went on: the fixture got its session
+    text = page_text(lab_session.out_dir, item)
+    assert text.from_html and text.visible == "still here"
 
 
 # --- through the real pipeline: the judge's evidence and its read_dom tool ----------------------------------

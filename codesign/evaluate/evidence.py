@@ -21,7 +21,7 @@ from codesign._types import EvidenceItem
 from codesign.redact import redact, redact_data
 from codesign.runtime.browser import Browser
 from codesign.runtime.visible import RenderedText, rendered_text
-from codesign.runtime.waiting import AppUnresponsive, bounded, settle
+from codesign.runtime.waiting import AppUnresponsive, BrowserFailure, bounded, describe, settle
 
 _STATE_JS = """() => {
   const values = Array.from(document.querySelectorAll('input, textarea, select')).map(
@@ -51,7 +51,7 @@ def page_text(out_dir: Path, item: EvidenceItem) -> RenderedText:
     # read) has only the HTML: its text, tags stripped, stands in. That cannot tell hidden text from visible,
     # so it all counts as visible, as it did then; from_html says so to the judge.
     html = (out_dir / item.path).read_text(errors="replace") if item.path else ""
-    body = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", html.split("<body", 1)[-1])
+    body = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", re.split(r"<body\b[^>]*>", html, maxsplit=1)[-1])
     text = htmllib.unescape(re.sub(r"<[^>]+>", " ", body))
     return RenderedText(visible=re.sub(r"[ \t]+", " ", re.sub(r"\n\s*\n+", "\n", text)).strip(), from_html=True)
 
@@ -168,8 +168,14 @@ class EvidenceSession:
         dom = await bounded(page.content(), page, f"DOM of {key}")
         dom_item = EvidenceItem(f"dom:{key}", "dom", route, viewport, self.write(f"{name}.html", dom))
         self.add(dom_item)  # a page that stops answering now still leaves its DOM (page_text falls back to it)
-        text = await rendered_text(page, f"text of {key}")
-        dom_item.data = {"text": self.write(f"{name}.text.json", json.dumps(redact_data(vars(text)), indent=1))}
+        try:
+            text = await rendered_text(page, f"text of {key}")
+        except (AppUnresponsive, BrowserFailure):
+            raise
+        except Exception as e:  # the page's scripts broke what the reader uses (getComputedStyle, Range…)
+            dom_item.data = {"text_error": describe(e)}  # page_text falls back to the HTML and says so
+        else:
+            dom_item.data = {"text": self.write(f"{name}.text.json", json.dumps(redact_data(vars(text)), indent=1))}
         if aria:
             snapshot = await bounded(page.locator("body").aria_snapshot(timeout=0), page, f"ARIA of {key}")
             self.add(EvidenceItem(f"aria:{key}", "aria", route, viewport, self.write(f"{name}.aria.yaml", snapshot)))
