@@ -13,10 +13,13 @@ check share (so a candidate cannot show a judge text that no user sees). A text 
   text below the fold (or inside a scroll container, scrolled away) is visible, since a user can scroll
   to it; a fixed element must be inside the viewport.
 
-Text is read in DOM (flat-tree) order; a text node that starts below where the previous one ended starts a
-new line. Form fields show what a user sees in them: ``[value]``, ``[placeholder: …]`` when empty, ``[x]`` /
-``[ ]`` for checkboxes, bullets for passwords. Not judged: text whose colour matches its background, text
-covered by another element, CSS generated content (``::before``), text inside iframes.
+Text is read in DOM (flat-tree) order; text of another box continues the line only when it starts level
+with, and right of, where the previous text ended, else it starts a new line. Form fields show what a user
+sees in them: ``[value]``, ``[placeholder: …]`` when empty, ``[x]`` / ``[ ]`` for checkboxes, bullets for
+passwords. Visible images, SVGs, canvases, videos and frames are counted (a page of pictures is not blank).
+Not judged: text whose colour matches its background, text covered by another element, CSS generated
+content (``::before``), text inside iframes. The reader runs in the page's own JavaScript world, so the
+page's scripts can break it (evidence then falls back to the HTML's text, see evaluate.evidence.page_text).
 """
 
 from __future__ import annotations
