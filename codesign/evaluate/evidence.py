@@ -3,11 +3,15 @@
 Ids: ``diff``, ``build``, ``route:/cart``, and per route and viewport ``shot:/cart@mobile``,
 ``dom:/cart@mobile``, ``console:/cart@mobile``, ``network:/cart@mobile``; probes add
 ``action:<criterion>.<n>`` and ``shot:<criterion>`` for what they did.
+
+A ``dom`` item is the HTML (``path``) and, read from the live page at the same moment, its rendered text —
+visible and hidden apart (codesign.runtime.visible) — in the file named by ``data["text"]``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import html as htmllib
 import json
 import re
 from dataclasses import dataclass, field
@@ -17,7 +21,8 @@ from typing import Any
 from codesign._types import EvidenceItem
 from codesign.redact import redact, redact_data
 from codesign.runtime.browser import Browser
-from codesign.runtime.waiting import AppUnresponsive, bounded, settle
+from codesign.runtime.visible import RenderedText, rendered_text
+from codesign.runtime.waiting import AppUnresponsive, BrowserFailure, bounded, describe, settle
 
 _STATE_JS = """() => {
   const values = Array.from(document.querySelectorAll('input, textarea, select')).map(
@@ -36,6 +41,20 @@ async def state_fingerprint(page: Any) -> dict[str, str]:
 
     raw = await bounded(page.evaluate(_STATE_JS), page, "reading the page state")
     return {"url": page.url, "state": hashlib.sha1(raw.encode()).hexdigest()[:12]}
+
+
+def page_text(out_dir: Path, item: EvidenceItem) -> RenderedText:
+    """The rendered text of a ``dom`` item stored in ``out_dir``."""
+    stored = out_dir / item.data["text"] if isinstance(item.data, dict) and item.data.get("text") else None
+    if stored is not None and stored.is_file():
+        return RenderedText(**json.loads(stored.read_text()))
+    # Evidence from before rendered text was collected (or from a page that stopped answering before it was
+    # read) has only the HTML: its text, tags stripped, stands in. That cannot tell hidden text from visible,
+    # so it all counts as visible, as it did then; from_html says so to the judge.
+    html = (out_dir / item.path).read_text(errors="replace") if item.path else ""
+    body = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", re.split(r"<body\b[^>]*>", html, maxsplit=1)[-1])
+    text = htmllib.unescape(re.sub(r"<[^>]+>", " ", body))
+    return RenderedText(visible=re.sub(r"[ \t]+", " ", re.sub(r"\n\s*\n+", "\n", text)).strip(), from_html=True)
 
 
 def slug(route: str) -> str:
@@ -148,7 +167,16 @@ class EvidenceSession:
         shot = await bounded(page.screenshot(full_page=True, type="png", timeout=0), page, f"screenshot of {key}")
         self.add(EvidenceItem(f"shot:{key}", "screenshot", route, viewport, self.write(f"{name}.png", shot)))
         dom = await bounded(page.content(), page, f"DOM of {key}")
-        self.add(EvidenceItem(f"dom:{key}", "dom", route, viewport, self.write(f"{name}.html", dom)))
+        dom_item = EvidenceItem(f"dom:{key}", "dom", route, viewport, self.write(f"{name}.html", dom))
+        self.add(dom_item)  # a page that stops answering now still leaves its DOM (page_text falls back to it)
+        try:
+            text = await rendered_text(page, f"text of {key}")
+        except (AppUnresponsive, BrowserFailure):
+            raise
+        except Exception as e:  # the page's scripts broke what the reader uses (getComputedStyle, Range…)
+            dom_item.data = {"text_error": describe(e)}  # page_text falls back to the HTML and says so
+        else:
+            dom_item.data = {"text": self.write(f"{name}.text.json", json.dumps(redact_data(vars(text)), indent=1))}
         if aria:
             snapshot = await bounded(page.locator("body").aria_snapshot(timeout=0), page, f"ARIA of {key}")
             self.add(EvidenceItem(f"aria:{key}", "aria", route, viewport, self.write(f"{name}.aria.yaml", snapshot)))

@@ -31,6 +31,7 @@ GRADING = (
     "codesign.runtime.clock",  # what a judge's time bound counts
     "codesign.runtime.http",
     "codesign.runtime.serve",  # how the candidate is built and served
+    "codesign.runtime.visible",  # what page text a judge reads as visible
     "codesign.runtime.waiting",  # the waiting rules and bounds
     "codesign.sandbox.dependencies",  # how the candidate's and the specs' dependencies are installed
     "codesign.sandbox.workspace",  # how the patch is applied

@@ -3,7 +3,8 @@
 Per task, in order (a failed step stops that task's later steps):
   integrity       files, schema, attachments readable, reference patch applies
   install/build   dependencies (cached) and the baseline's build
-  launch/render   the baseline is served and every declared route renders (HTTP 200, visible content)
+  launch/render   the baseline is served and every declared route renders (HTTP 200, something a user can
+                  see: visible text or media, by codesign.runtime.visible — hidden text does not count)
   solvability     the reference solution passes every probed criterion
   discrimination  the unmodified app fails every probed change and passes every probed preservation
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from codesign._types import CriterionVerdict, Ungraded
 from codesign.evaluate.evaluators import ProbeEvaluator
+from codesign.evaluate.evidence import page_text
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
 from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
@@ -115,9 +117,7 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
             if e.kind == "route" and e.data["status"] != 200
         ]
         blank = [
-            e.id
-            for e in baseline.evidence
-            if e.kind == "dom" and not _has_content(out_dir / task.id / "baseline" / e.path)
+            e.id for e in baseline.evidence if e.kind == "dom" and page_text(out_dir / task.id / "baseline", e).blank
         ]
         if bad_routes or blank:
             report.fail("launch_render", "; ".join(bad_routes + [f"{b} renders nothing" for b in blank]))
@@ -173,11 +173,3 @@ def _undecided(verdicts: list[CriterionVerdict]) -> str:
     nothing certain then and is retried. A grader's own error (a script's bug) is the task's to fix: a FAIL."""
     passing = [v for v in verdicts if v.ungraded in (Ungraded.INFRA, Ungraded.UNDECIDED_TIMEOUT)]
     return "; ".join(f"{v.criterion_id} ({v.ungraded}): {v.reason[:200]}" for v in passing)[:1000]
-
-
-def _has_content(dom_file: Path) -> bool:
-    import re
-
-    html = dom_file.read_text(errors="replace")
-    body = re.sub(r"(?s)<(script|style)\b.*?</\1>|<[^>]+>", " ", html.split("<body", 1)[-1])
-    return bool(body.strip())

@@ -13,7 +13,6 @@ import asyncio
 import base64
 import concurrent.futures
 import contextvars
-import html as htmllib
 import json
 import os
 import re
@@ -27,10 +26,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from codesign._protocols import Model
 from codesign._types import EvidenceItem, weaker_cost_source
-from codesign.evaluate.evidence import EvidenceSession, LoadedPage, state_fingerprint
+from codesign.evaluate.evidence import EvidenceSession, LoadedPage, page_text, state_fingerprint
 from codesign.runtime import waiting
 from codesign.runtime.browser import VIEWPORTS
 from codesign.runtime.clock import WorkClock
+from codesign.runtime.visible import rendered_text
 from codesign.runtime.waiting import (
     AppUnresponsive,
     BrowserFailure,
@@ -45,6 +45,7 @@ from codesign.tasks.schema import Criterion
 
 JUDGE_IMAGE_SIDE = 1024  # images are downscaled for the judge; the originals stay on disk
 TEXT_LIMIT = 12_000
+HIDDEN_TEXT_LIMIT = 3_000  # hidden text is context (a closed menu, screen-reader labels), not what a user reads
 
 
 # A reason that says nothing: a template placeholder or a filler word.
@@ -209,10 +210,14 @@ class BrowserTools:
                 self.session.add(EvidenceItem(shot_id, "screenshot", self.route, self.viewport, path))
                 small, mime = downscale(png, JUDGE_IMAGE_SIDE)
                 return f"screenshot saved as evidence {shot_id}", [_image(small, mime)]
-            case "read_dom":
+            case "read_dom":  # what a user can read there: inner_text would include text off the page
                 selector = str(a.get("selector") or "body")
-                text = await (await el(selector, enabled=False, visible=False)).inner_text(timeout=t)
-                return _norm(text)[:TEXT_LIMIT], []
+                element = await el(selector, enabled=False, visible=False)
+                text = await rendered_text(page, f"reading {selector!r}", element, cap=TEXT_LIMIT)
+                shown = text.visible[:TEXT_LIMIT] or "(no visible text)"
+                if text.hidden:
+                    shown += f"\n({len(text.hidden)} piece(s) of text not visible to a user left out)"
+                return shown, []
             case _:
                 raise ValueError(f"unknown tool {name!r}")
         await settle(page, inflight)
@@ -220,10 +225,6 @@ class BrowserTools:
 
 
 # --- evidence selection and quoting --------------------------------------------------------------------
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"[ \t]+", " ", re.sub(r"\n\s*\n+", "\n", text)).strip()
 
 
 def _image(data: bytes, mime: str) -> dict[str, Any]:
@@ -271,17 +272,31 @@ def quote(item: EvidenceItem, session: EvidenceSession, boundary: str) -> list[d
                       _image(small, mime)]  # fmt: skip
         return parts
     if item.kind == "dom" and item.path:
-        html = (session.out_dir / item.path).read_text(errors="replace")
-        body = re.sub(r"(?s)<(script|style)\b.*?</\1>", " ", html)
-        # The text a user reads (entities decoded): what the app says reaches the judge as it is, fenced.
-        text = _norm(htmllib.unescape(re.sub(r"<[^>]+>", " ", body)))[:TEXT_LIMIT]
-        quoted = fence(text, boundary, item.id)
-        return [{"type": "text", "text": f"page text of {item.route} at {item.viewport}:\n{quoted}"}]
+        return _page_text_parts(item, session, boundary)
     if item.path:
         text = (session.out_dir / item.path).read_text(errors="replace")[:TEXT_LIMIT]
     else:
         text = json.dumps(item.data, default=str)[:TEXT_LIMIT]
     return [{"type": "text", "text": f"{item.kind}:\n{fence(text, boundary, item.id)}"}]
+
+
+def _page_text_parts(item: EvidenceItem, session: EvidenceSession, boundary: str) -> list[dict[str, Any]]:
+    """The page text a user reads (rendered, in reading order) and, apart under its own heading, the text the
+    page holds that no user sees — both fenced: what the app says reaches the judge as it is, as data."""
+    text = page_text(session.out_dir, item)
+    where = f"{item.route} at {item.viewport}"
+    if text.from_html:  # older evidence: no rendered text was stored, only the HTML
+        heading = f"page text of {where} (from the stored HTML: may include text hidden from the user)"
+    else:
+        heading = f"page text of {where}, as a user sees it (visible text in reading order)"
+    visible = fence(text.visible[:TEXT_LIMIT], boundary, item.id) if text.visible else "(no visible text)"
+    parts = [{"type": "text", "text": f"{heading}:\n{visible}"}]
+    if text.hidden:
+        listing = "\n".join(f"[{h['why']}] {h['text']}" for h in text.hidden)[:HIDDEN_TEXT_LIMIT]
+        parts.append({"type": "text", "text": f"HIDDEN text of {where}: in the page's DOM but NOT visible to a user "
+                      f"(each piece with why it is hidden); not what the page shows:\n"
+                      f"{fence(listing, boundary, item.id)}"})  # fmt: skip
+    return parts
 
 
 def user_message(task: Task, criterion: Criterion, evidence: list[EvidenceItem], session: EvidenceSession,
