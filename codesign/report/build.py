@@ -134,9 +134,12 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
 def markdown(report: Report) -> str:
     """The tables as Markdown, for the terminal (rendered by rich) or a paper draft."""
     main = report.main.select([c for c in MAIN_COLUMNS if c in report.main.columns])
-    parts = [("Main table", main), ("Denominators (trials planned, scored, left out; criteria by grader)",
-              report.denominators), ("Combined (all tasks weighted equally)", main.filter(pl.col("track") == "ALL")),
-             ("Breakdowns", report.breakdowns)]  # fmt: skip
+    # In a terminal the denominators keep the buckets that are not empty (the page and the parquet keep all).
+    counted = report.denominators
+    shown = counted.select([c for c in counted.columns if c in CELL or c in ("planned", "scored") or counted[c].sum()])
+    parts = [("Main table", main), ("Denominators (trials planned, scored, and the buckets that are not empty; "
+              "criteria by grader)", shown), ("Combined (all tasks weighted equally)",
+              main.filter(pl.col("track") == "ALL")), ("Breakdowns", report.breakdowns)]  # fmt: skip
     if report.sensitivity.height:
         parts += [("Sensitivity", report.sensitivity), ("Rank stability (Spearman ρ)", report.rho)]
     parts += [("Failure attribution", report.attribution), ("Environment-adjusted", report.adjusted)]

@@ -36,6 +36,15 @@ def html_table(frame: pl.DataFrame) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
+def _one_per_line(counts: pl.DataFrame) -> pl.DataFrame:
+    """A run's one row of denominators as one line per count (a row of 30 columns is unreadable)."""
+    if counts.height != 1:
+        return counts
+    row = counts.row(0, named=True)
+    return pl.DataFrame({"count": [k for k in row if not isinstance(row[k], str)],
+                         "value": [row[k] for k in row if not isinstance(row[k], str)]})  # fmt: skip
+
+
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
@@ -102,7 +111,7 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
         subtitle=f"{len(records)} trials · {summary.height} score rows",
         trials=trials,
         summary=html_table(summary),
-        denominators=html_table(tables["denominators"]),
+        denominators=html_table(_one_per_line(tables["denominators"])),
         breakdowns=breakdowns,
         adjusted=adjusted_html,
     )
