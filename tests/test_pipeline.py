@@ -32,8 +32,9 @@ def test_default_run_scores_oracle_perfectly_and_logs_wandb_offline(tmp_path):
     tasks = _scores(tmp_path / "run")
     assert tasks["status"].unique().to_list() == ["ok"] and tasks["strict"].to_list() == [1.0] * tasks.height
     assert set(tasks["track"]) == {"ME", "RE"}
-    for name in ("verdicts", "tasks", "summary", "breakdowns"):
+    for name in ("verdicts", "tasks", "summary", "breakdowns", "ledger", "denominators"):
         assert (tmp_path / "run" / f"{name}.parquet").is_file()
+    assert "5 planned, 5 scored; criteria in the scores: 45 (probe 45)" in proc.stdout  # the denominators
     report = (tmp_path / "run" / "report.html").read_text()  # self-contained: screenshots embedded
     assert "me-bakery-header-mockup" in report and "data:image/jpeg;base64," in report and 'class="PASS"' in report
     # W&B offline: a run file and the logged tables, and no network needed.
@@ -41,8 +42,9 @@ def test_default_run_scores_oracle_perfectly_and_logs_wandb_offline(tmp_path):
     assert len(runs) == 1
     assert list(runs[0].glob("run-*.wandb"))
     tables = {p.name.split("_")[0] for p in (runs[0] / "files" / "media" / "table").glob("*.table.json")}
-    assert {"tasks", "verdicts", "summary"} <= tables
+    assert {"tasks", "verdicts", "summary", "ledger", "denominators"} <= tables
     logged = next(runs[0].glob("run-*.wandb")).read_bytes().decode("latin-1")
+    assert "denominators/planned" in logged and "ALL/scored" in logged  # the denominators in the run's summary
     assert "results-" in logged and "trials-" in logged  # the artifacts: tables, and patches + trajectories
 
 

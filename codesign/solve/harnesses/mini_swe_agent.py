@@ -133,9 +133,12 @@ class MiniSweAgentHarness:
     @classmethod
     def key_material(cls, cfg: dict[str, Any]) -> dict[str, str]:
         """Its agent config file and prompts ship with mini-swe-agent: the package's release decides them."""
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        return {"mini-swe-agent": version("mini-swe-agent")}
+        try:
+            return {"mini-swe-agent": version("mini-swe-agent")}
+        except PackageNotFoundError:  # preflight refuses the harness then, saying how to install it
+            return {"mini-swe-agent": "not installed"}
 
     def solve(
         self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None
