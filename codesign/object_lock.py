@@ -204,14 +204,14 @@ async def _until_free_or_stale(lock: ObjectLock, released: Callable[[str], Await
             seen = await asyncio.to_thread(lock.look)
             if seen is None:
                 return None
-            if seen.holder not in told:  # a command waiting on another process says so, once per holder
-                told.add(seen.holder)
-                print(f"waiting for {what}: another process holds its lock ({lock.path}, holder "
-                      f"{seen.holder[:12]})", file=sys.stderr, flush=True)  # fmt: skip
         if released is not None and seen.holder and await released(seen.holder):
             return _Stale(seen.etag, seen.holder, "declared dead by the pool")
         if time.monotonic() - seen.since >= leases.lease_seconds():
             return _Stale(seen.etag, seen.holder, f"silent for {leases.lease_seconds():.0f} s")
+        if seen.holder not in told:  # a command waiting on another process says so, once per holder
+            told.add(seen.holder)
+            print(f"waiting for {what}: another process holds its lock ({lock.path}, holder {seen.holder[:12]})",
+                  file=sys.stderr, flush=True)  # fmt: skip
         await asyncio.sleep(poll)
 
 
