@@ -7,8 +7,8 @@ once when the pool reports the holder dead (``release_holder``). So a worker tha
 actor killed, its process SIGKILLed, its node lost — gives back what it held, even when the driver never
 learns of the death; and a call that reaches a keeper after its holder was freed gives back what it got.
 
-Lease length. Renewals every 5 s, a lease of 60 s: a holder must stay silent for 12 renewal intervals to lose its
-lease. Measured here (2 cores at a load average of ~45 — tests/test_grid.py's four-judge grid, Chromium
+Lease length. Renewals every 5 s, a lease of 60 s: a holder must stay silent for 12 renewal intervals to
+lose its lease. Measured here (2 cores at a load average of ~45 — tests/test_grid.py's four-judge grid, Chromium
 grading on both actors, beside other test suites; 2026-12-01): the longest silence between two signs of
 life of a live worker, as its keepers saw it (``longest_silence`` in their stats), was 5.96 s — the
 interval plus ~1 s of scheduling. 60 s is ten times that, and still short next to a solve: a dead worker
