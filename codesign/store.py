@@ -268,4 +268,5 @@ async def stage_lock(path: Path, store: Store | None = None) -> AsyncIterator[No
 def _stage_of(lock_path: Path) -> str:
     """``trials/<key>/.solve.lock`` -> ``the solve of trials/<key>`` (for a waiting message)."""
     stage = lock_path.name.strip(".").removesuffix(".lock")
+    stage = {"evaluate": "evaluation"}.get(stage, stage)
     return f"the {stage} of {lock_path.parent.parent.name}/{lock_path.parent.name}"

@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 
 from codesign import leases
-from codesign.solve.models.limits import ACTOR_PREFIX, EndpointSlots, endpoint_key, endpoint_slot
+from codesign.solve.models.limits import ACTOR_PREFIX, EndpointSlots, endpoint_key, endpoint_slot, endpoint_slot_async
 from codesign.testing.model_server import Reply, ScriptedModelServer
 from tests.helpers import REPO
 from tests.test_judge import KEY_ENV, make_task
@@ -31,9 +31,10 @@ BUCKET = "codesign-leases"
 
 @pytest.fixture
 def short_leases() -> Iterator[float]:
-    """A one-second lease in this process (renewals every 1/12 s), so expiry is seen in a test."""
-    leases.set_lease_seconds(1.0)
-    yield 1.0
+    """A short lease in this process, so expiry is seen in a test: 4 s (renewals every 1/3 s), far above the
+    scheduling delays of a loaded machine (~1 s measured at a load average of ~45)."""
+    leases.set_lease_seconds(4.0)
+    yield 4.0
     leases.set_lease_seconds(None)
 
 
@@ -42,6 +43,7 @@ def s3(monkeypatch) -> Iterator[dict[str, str]]:
     """A moto S3 server on loopback with one bucket; its settings in this process's environment (and returned,
     for subprocesses)."""
     import boto3
+    import requests
     import s3fs
     from moto.server import ThreadedMotoServer
 
@@ -52,6 +54,7 @@ def s3(monkeypatch) -> Iterator[dict[str, str]]:
            "AWS_SECRET_ACCESS_KEY": "codesign-test-secret", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
     for k, v in env.items():
         monkeypatch.setenv(k, v)
+    requests.post(env["AWS_ENDPOINT_URL"] + "/moto-api/reset", timeout=30)  # moto's state is per process, not server
     s3fs.S3FileSystem.clear_instance_cache()  # fsspec caches filesystems by arguments, not by endpoint
     boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"]).create_bucket(Bucket=BUCKET)
     yield env
@@ -79,7 +82,7 @@ def test_an_acquire_parked_for_a_worker_declared_dead_gives_its_slot_back():
     """Worker X waits for the only slot and dies; the pool frees X (release_holder) before X's acquire gets
     the slot. The acquire completes later — and must hand the slot back, or the endpoint is gone for good."""
 
-    async def scenario() -> tuple[object, dict, bool]:
+    async def scenario() -> tuple[object, dict, bool | None]:
         slots = EndpointSlots(limit=1, lease_s=60)
         await slots.acquire("busy")
         parked = asyncio.create_task(slots.acquire("dead"))
@@ -89,6 +92,8 @@ def test_an_acquire_parked_for_a_worker_declared_dead_gives_its_slot_back():
         await slots.release("busy")  # the slot frees: the dead worker's acquire is first in line
         granted = await parked
         after = await slots.stats()
+        if after["in_flight"]:  # the slot is lost: a live acquire would wait forever
+            return granted, after, None
         late = asyncio.create_task(slots.acquire("dead"))  # a call of the dead worker still in transit
         with pytest.raises(leases.LeaseLost):
             await late
@@ -101,14 +106,14 @@ def test_an_acquire_parked_for_a_worker_declared_dead_gives_its_slot_back():
 
 
 def test_a_holder_that_stops_renewing_loses_its_slot_and_one_that_renews_keeps_it(ray_instance, short_leases):
-    """No pool: a keeper actor with a one-second lease. A silent holder's slot is freed once its lease lapses
+    """No pool: a keeper actor with a short lease. A silent holder's slot is freed once its lease lapses
     (a live caller then gets it); the live caller, renewed by this process's renewal thread, keeps its slot
     while a second silent holder, parked behind it, lapses; that parked acquire gives its slot back."""
     import ray
 
     model, api_base = "openai/lease-test", f"http://lease-test/{os.getpid()}/{time.monotonic_ns()}"
     key = endpoint_key(model, api_base)
-    keeper = ray.remote(EndpointSlots).options(name=ACTOR_PREFIX + key, max_concurrency=100).remote(1, 1.0)
+    keeper = ray.remote(EndpointSlots).options(name=ACTOR_PREFIX + key, max_concurrency=100).remote(1, short_leases)
     try:
         assert ray.get(keeper.acquire.remote("silent"))  # holds the only slot, and is never heard from again
         inside, leave = threading.Event(), threading.Event()
@@ -120,7 +125,7 @@ def test_a_holder_that_stops_renewing_loses_its_slot_and_one_that_renews_keeps_i
 
         caller = threading.Thread(target=live_call, daemon=True)
         caller.start()
-        assert inside.wait(120), ray.get(keeper.stats.remote())  # the silent holder's slot came free
+        assert inside.wait(60), ray.get(keeper.stats.remote())  # the silent holder's slot came free
         parked = keeper.acquire.remote("silent-2")  # waits behind the live caller, never renews
         while "silent-2" not in ray.get(keeper.stats.remote())["lapsed"]:  # silent for a whole lease
             time.sleep(0.05)
@@ -135,16 +140,70 @@ def test_a_holder_that_stops_renewing_loses_its_slot_and_one_that_renews_keeps_i
         ray.kill(keeper)
 
 
+@pytest.mark.parametrize("keeper", ["process", "ray"])
+def test_threads_and_coroutines_share_an_endpoints_slots(keeper, request):
+    """The sync and the async slot hold the same slots: without Ray this process's semaphore, with Ray the
+    endpoint's keeper. Three threads and three coroutines, one slot: never two calls at once."""
+    model, api_base = "openai/shared-slots", f"http://shared-slots/{keeper}/{time.monotonic_ns()}"
+    actor = None
+    if keeper == "ray":
+        import ray
+
+        request.getfixturevalue("ray_instance")
+        actor = ray.remote(EndpointSlots).options(name=ACTOR_PREFIX + endpoint_key(model, api_base)).remote(1)
+    state = {"now": 0, "peak": 0, "calls": 0}
+    guard = threading.Lock()
+
+    def call() -> None:
+        with guard:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.01)
+        with guard:
+            state["now"] -= 1
+            state["calls"] += 1
+
+    def in_a_thread() -> None:
+        for _ in range(5):
+            with endpoint_slot(model, api_base, 1):
+                call()
+
+    async def in_coroutines() -> None:
+        async def one() -> None:
+            for _ in range(5):
+                async with endpoint_slot_async(model, api_base, 1):
+                    await asyncio.to_thread(call)
+
+        await asyncio.gather(one(), one(), one())
+
+    threads = [threading.Thread(target=in_a_thread) for _ in range(3)]
+    for t in threads:
+        t.start()
+    asyncio.run(in_coroutines())
+    for t in threads:
+        t.join(60)
+    try:
+        assert state == {"now": 0, "peak": 1, "calls": 30}
+        if actor is not None:
+            import ray
+
+            stats = ray.get(actor.stats.remote())
+            assert stats["peak"] == 1 and stats["in_flight"] == 0  # every call went through the keeper
+    finally:
+        if actor is not None:
+            ray.kill(actor)
+
+
 def test_a_stage_lock_of_a_silent_holder_lapses(ray_instance, short_leases):
     import ray
 
     from codesign.execute.ray_pool import StageLocks, _ActorLocks
 
-    locks = ray.remote(StageLocks).options(max_concurrency=100).remote(1.0)
+    locks = ray.remote(StageLocks).options(max_concurrency=100).remote(short_leases)
     try:
         assert ray.get(locks.acquire.remote("trials/k/.solve.lock", "silent"))
         assert not ray.get(locks.acquire.remote("trials/k/.solve.lock", "waiter"))  # held
-        asyncio.run(asyncio.wait_for(_ActorLocks(locks, "waiter").acquire("trials/k/.solve.lock"), 120))
+        asyncio.run(asyncio.wait_for(_ActorLocks(locks, "waiter").acquire("trials/k/.solve.lock"), 60))
         assert ray.get(locks.stats.remote())["held"] == {"trials/k/.solve.lock": "waiter"}
         ray.get(locks.release_holder.remote("waiter"))
         assert ray.get(locks.released.remote("waiter")) and not ray.get(locks.released.remote("silent"))
@@ -164,7 +223,10 @@ def test_a_lock_object_is_kept_by_renewals_and_taken_over_once_they_stop(s3, sho
     path = f"{BUCKET}/store/trials/k/.solve.lock"
 
     def beat() -> int:
-        return json.loads(fs.cat_file(path))["beat"]
+        try:
+            return json.loads(fs.cat_file(path))["beat"]
+        except FileNotFoundError:  # released already
+            return -1
 
     async def scenario() -> tuple[bool, list[str]]:
         order: list[str] = []
@@ -184,7 +246,7 @@ def test_a_lock_object_is_kept_by_renewals_and_taken_over_once_they_stop(s3, sho
         first = asyncio.create_task(holder())
         await entered.wait()
         second = asyncio.create_task(waiter())
-        while await asyncio.to_thread(beat) < 2 * leases.RENEWALS_PER_LEASE:  # renewed for two whole leases
+        while not second.done() and await asyncio.to_thread(beat) < 2 * leases.RENEWALS_PER_LEASE:  # two leases
             await asyncio.sleep(0.05)
         kept = not second.done()
         leave.set()
