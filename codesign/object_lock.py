@@ -8,9 +8,10 @@ machines — takes it over with a compare-and-swap on that ETag: of several wait
 that was only slow learns at its next renewal that the lock is gone. Within a Ray run, a lock left by a
 worker the pool declared dead is taken over at once (the run's lock service says so).
 
-Measured with s3fs 2026.9 against moto 5.2.5 (``tests/test_leases.py``): a second create of a key fails
-with ``FileExistsError``; a write or a delete with a stale ETag fails with a precondition error; of 8
-writers creating one key at the same moment exactly one succeeded, in 100 rounds out of 100. AWS S3
+Measured with s3fs 2026.9 against a moto 5.2.5 server on loopback (2026-12-01): a second create of a key
+fails with ``FileExistsError``; a write or a delete with a stale ETag fails with a precondition error; of
+8 writers creating one key at the same moment exactly one succeeded, in 100 rounds out of 100 (the
+exclusion it gives is tested in ``tests/test_leases.py``). AWS S3
 documents both conditions as atomic. A server that ignores them is caught by :func:`conditional_write_problem`
 before any trial runs.
 """
