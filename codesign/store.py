@@ -190,12 +190,16 @@ def open_filesystem(uri: str) -> tuple[Any, str]:
 
 
 class LockService(Protocol):
-    """Exclusive locks by name across every process of a run (on a cluster: a Ray actor, see
-    ``codesign.execute.ray_pool``); needed when the store is object storage, where file locks cannot be."""
+    """Exclusive locks by name across every process of one run (on Ray: the ``StageLocks`` actor, see
+    ``codesign.execute.ray_pool``), held under leases; with object storage, which has no file locks."""
 
     async def acquire(self, name: str) -> None: ...
 
     async def release(self, name: str) -> None: ...
+
+    async def released(self, holder: str) -> bool:
+        """Whether ``holder`` (a worker of this run) was declared dead."""
+        ...
 
 
 _LOCK_SERVICE: LockService | None = None
@@ -215,20 +219,36 @@ LOCK_POLL_S = 0.25
 
 @contextlib.asynccontextmanager
 async def stage_lock(path: Path, store: Store | None = None) -> AsyncIterator[None]:
-    """Hold an exclusive lock on ``path`` for one stage of one key. Works across coroutines, processes and
-    Ray actors on other machines: by ``flock`` on a local store (on a cluster, one every node mounts), by the
-    run's lock service on object storage. Waiting never times out: the holder's work (a solve, an
-    evaluation) has its own caps."""
+    """Hold an exclusive lock on ``path`` for one stage of one key. What it excludes:
+
+    - other coroutines of this process, always;
+    - on a local store (a folder; on a cluster, one every node mounts): every process on every machine
+      that uses the folder, by ``flock`` (the kernel, or the NFS server, frees it when its holder dies);
+    - on S3-compatible object storage: every process of every command on the store, by a lock object
+      taken with the store's conditional writes and renewed while held (``codesign.object_lock``); within a
+      Ray run the run's lock service (``use_lock_service``) queues its workers first;
+    - on other object storage (``gs://``, …): the processes of one Ray run, by its lock service; nothing
+      beyond this process without one (``executor=inline``), nor across two commands on one store.
+
+    Every lock is a lease: a holder that dies, however it dies, loses it, at once when the pool reports the
+    death, else once its renewals stop for ``codesign.leases.lease_seconds()``. Waiting on a live holder
+    never times out: the holder's work (a solve, an evaluation) has its own caps."""
     path.parent.mkdir(parents=True, exist_ok=True)
     local = _LOCAL_LOCKS.setdefault(str(path), asyncio.Lock())
     async with local:
         if store is not None and store.remote:
+            from codesign.object_lock import hold, supports_conditional_writes
+
             service = _LOCK_SERVICE
             name = store._remote(path)
             if service is not None:
                 await service.acquire(name)
             try:
-                yield
+                if supports_conditional_writes(store.fs):
+                    async with hold(store.fs, name, service.released if service else None, _stage_of(path)):
+                        yield
+                else:
+                    yield
             finally:
                 if service is not None:
                     await service.release(name)
@@ -244,3 +264,10 @@ async def stage_lock(path: Path, store: Store | None = None) -> AsyncIterator[No
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _stage_of(lock_path: Path) -> str:
+    """``trials/<key>/.solve.lock`` -> ``the solve of trials/<key>`` (for a waiting message)."""
+    stage = lock_path.name.strip(".").removesuffix(".lock")
+    stage = {"evaluate": "evaluation"}.get(stage, stage)
+    return f"the {stage} of {lock_path.parent.parent.name}/{lock_path.parent.name}"

@@ -25,18 +25,15 @@ from typing import Any
 from codesign._types import ExitStatus, TrialRecord, Ungraded
 from codesign.evaluate.gate import validate_task
 from codesign.runtime.browser import Browser
-from codesign.store import Store, read_json, write_json
+from codesign.store import Store, read_json, stage_lock, write_json
 from codesign.tasks.loader import Task
-
-_locks: dict[str, asyncio.Lock] = {}
 
 
 async def task_gate(task: Task, browser: Browser, node_cache: Path, store: Store | Path) -> dict[str, Any]:
     """The gate's verdict on this version of the task, computed once and kept in the store."""
     store = store if isinstance(store, Store) else Store(store)
     folder = store.root / "tasks" / task.content_hash[:16]
-    lock = _locks.setdefault(folder.name, asyncio.Lock())
-    async with lock:  # concurrent trials of one task on this node gate it once
+    async with stage_lock(folder / ".gate.lock", store):  # concurrent trials of one task gate it once, anywhere
         await asyncio.to_thread(store.pull, folder, ["gate.json"])
         cached = read_json(folder / "gate.json")
         if cached is not None:

@@ -1,8 +1,9 @@
 """What a machine needs before it runs a paid solve: checked on every node that will run trials.
 
 The driver's preflight checks the driver's machine; on a cluster each Ray actor checks its own node
-(browser, Node.js, bubblewrap, media libraries, git, the store — reachable, and the very store the driver
-writes to —, free disk, the model keys the run needs) and a failing node is named and drained before any
+(browser, Node.js, bubblewrap, media libraries, git, the store — reachable, the very store the driver
+writes to, and on object storage honouring the conditional writes its locks use —, free disk, the model
+keys the run needs) and a failing node is named and drained before any
 trial starts there.
 """
 
@@ -94,6 +95,15 @@ def node_problems(req: NodeRequirements) -> list[str]:
                 f"the store {req.store} is not the driver's store here (its check file is missing): mount the "
                 "same folder at the same path on every node, or use object storage (store.root=s3://…)"
             )
+        if store.remote:  # stage locks there are objects taken with conditional writes: they must be honoured
+            from codesign.object_lock import conditional_write_problem
+
+            unsound = conditional_write_problem(store.fs, store.base)
+            if unsound:
+                problems.append(
+                    f"the store {req.store}: {unsound}: use AWS S3 or an S3-compatible server that supports "
+                    "conditional writes (If-None-Match, If-Match), or a folder every node mounts"
+                )
     except CodesignError as e:
         problems.append(str(e))
     except Exception as e:  # an object store's client error (credentials, endpoint, bucket)

@@ -29,6 +29,7 @@ from codesign._types import Count, NonNegative, TrialRecord, TrialStatus
 from codesign.errors import ConfigError, EnvironmentSetupError
 from codesign.execute import Budget
 from codesign.execute.prerequisites import NodeRequirements, needed_keys, store_token
+from codesign.leases import lease_seconds
 from codesign.solve.models.limits import endpoint_limits, start_slot_keepers
 
 BROWSER = "browser"  # the custom resource one actor (one Chromium) takes; nodes declare how many they host
@@ -38,19 +39,23 @@ class TrialWorker:
     """A Ray actor body: one shared browser, many concurrent trials."""
 
     def __init__(self, browser_executable: str | None, max_concurrency: int = 8, browser_slots: int | None = None,
-                 locks: Any = None, holder: str = "") -> None:  # fmt: skip
+                 locks: Any = None, holder: str = "", lease_s: float | None = None) -> None:  # fmt: skip
         import ray
 
+        from codesign import leases
         from codesign.runtime.browser import Browser
-        from codesign.solve.models import limits
         from codesign.store import use_lock_service
 
         self.browser = Browser(browser_executable, browser_slots)
         self.threads = max_concurrency + 4  # solves run in threads; the default pool is only cores + 4
         self.node = ray.get_runtime_context().get_node_id()
-        limits.HOLDER = holder
+        # Everything this worker holds (endpoint slots, stage locks, lock objects in the store) is held under
+        # the pool's name for it, and renewed from a thread of this process while it lives.
+        leases.set_holder(holder or leases.holder())
+        leases.set_lease_seconds(lease_s)
         if locks is not None:
-            use_lock_service(_ActorLocks(locks, holder))
+            use_lock_service(_ActorLocks(locks, leases.holder()))
+            leases.renewals().add("stage locks", leases.renew_with_actor(locks, leases.holder(), "stage locks"))
 
     async def run(self, spec: dict[str, Any], task_archive: bytes | None = None) -> TrialRecord:
         import asyncio
@@ -93,27 +98,66 @@ class TrialWorker:
 
 
 class StageLocks:
-    """A Ray actor body: named exclusive locks, each held by one worker. Object storage has no file locks, so
-    the single flight of a stage across nodes is kept here; a dead worker's locks are released by the driver."""
+    """A Ray actor body: named exclusive locks, each held by one worker under a lease (``codesign.leases``).
+    Object storage has no file locks, so the single flight of a stage across a run's nodes is kept here; a
+    dead worker's locks are released by the driver (``release_holder``), or when its lease lapses."""
 
-    def __init__(self) -> None:
+    def __init__(self, lease_s: float | None = None) -> None:
+        from codesign import leases
+
         self.held: dict[str, str] = {}
+        self.leases = leases.LeaseBook(lease_s)
+        self._reaper: Any = None
 
-    def acquire(self, name: str, holder: str) -> bool:
+    async def acquire(self, name: str, holder: str) -> bool:
+        from codesign import leases
+
+        self._keep_reaping()
+        if self.leases.heard(holder) is leases.Standing.RELEASED:
+            raise leases.LeaseLost(f"worker {holder[:12]} was declared dead; it takes no lock")
         if name in self.held:
             return False
         self.held[name] = holder
         return True
 
-    def release(self, name: str, holder: str) -> None:
+    async def release(self, name: str, holder: str) -> None:
         if self.held.get(name) == holder:
             del self.held[name]
 
-    def release_holder(self, holder: str) -> int:
+    async def renew(self, holder: str) -> str:
+        self._keep_reaping()
+        return self.leases.heard(holder).value
+
+    async def released(self, holder: str) -> bool:
+        """Whether ``holder`` was declared dead (a lock object it left in the store may be taken over)."""
+        return holder in self.leases.released
+
+    async def release_holder(self, holder: str) -> int:
+        self.leases.release(holder)
+        return self._free_holder(holder)
+
+    def _free_holder(self, holder: str) -> int:
         names = [n for n, h in self.held.items() if h == holder]
         for n in names:
             del self.held[n]
         return len(names)
+
+    def _keep_reaping(self) -> None:
+        import asyncio
+
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.get_running_loop().create_task(self._reap())
+
+    async def _reap(self) -> None:
+        import asyncio
+
+        while True:
+            await asyncio.sleep(self.leases.reap_interval())
+            for holder in self.leases.expire():
+                self._free_holder(holder)
+
+    async def stats(self) -> dict[str, Any]:
+        return {"held": dict(self.held), "longest_silence": self.leases.longest_silence}
 
 
 @dataclass
@@ -133,6 +177,9 @@ class _ActorLocks:
 
     async def release(self, name: str) -> None:
         await self.actor.release.remote(name, self.holder)
+
+    async def released(self, holder: str) -> bool:
+        return await self.actor.released.remote(holder)
 
 
 def use_token_auth(address: str) -> None:
@@ -245,11 +292,13 @@ class RayExecutor:
         requirements = NodeRequirements(store_uri, specs[0].get("scratch_root"), specs[0]["node_cache"],
                                         token_path, token, sorted(needed_keys(specs)))  # fmt: skip
         here = _on_driver_node()
-        locks = ray.remote(StageLocks).options(num_cpus=0, scheduling_strategy=here).remote()
-        keepers = start_slot_keepers(endpoint_limits(specs), scheduling_strategy=here)
+        lease_s = lease_seconds()  # the driver's, for every keeper and worker of the run
+        locks = ray.remote(StageLocks).options(num_cpus=0, max_concurrency=1000, scheduling_strategy=here)
+        locks = locks.remote(lease_s)
+        keepers = start_slot_keepers(endpoint_limits(specs), scheduling_strategy=here, lease_s=lease_s)
         pool: _Pool | None = None
         try:
-            pool = _Pool(self, specs, [locks, *keepers], requirements, budget or Budget(), on_result, on_start)
+            pool = _Pool(self, specs, [locks, *keepers], requirements, budget or Budget(), on_result, on_start, lease_s)
             return pool.run()
         finally:
             self._stop(list(pool.workers.values()) if pool else [], [locks, *keepers])
@@ -302,9 +351,10 @@ class _Pool:
 
     def __init__(self, executor: RayExecutor, specs: list[dict[str, Any]], holders: list[Any],
                  requirements: NodeRequirements, budget: Budget, on_result: Callable[[TrialRecord], None],
-                 on_start: Callable[[dict[str, Any]], None] | None = None):  # fmt: skip
+                 on_start: Callable[[dict[str, Any]], None] | None = None, lease_s: float | None = None):  # fmt: skip
         import ray
 
+        self.lease_s = lease_s
         self.x, self.requirements, self.budget, self.on_result = executor, requirements, budget, on_result
         self.on_start = on_start or (lambda spec: None)
         # The stage locks first, then the endpoint slot keepers: each frees what a dead worker held.
@@ -353,8 +403,9 @@ class _Pool:
         nodes += _place(missing - len(nodes), self.x._need(), set(self.drained), placed + nodes)
         for node in nodes:
             holder = uuid.uuid4().hex
+            x = self.x
             handle = self.actor.options(**self.options, scheduling_strategy=_node_affinity(node)).remote(
-                self.x.browser_executable, self.x.max_concurrency, self.x.browser_slots, self.locks, holder
+                x.browser_executable, x.max_concurrency, x.browser_slots, self.locks, holder, self.lease_s
             )
             worker = self.workers[holder] = _Worker(handle, node, holder)
             self.checks[handle.check.remote(vars(self.requirements))] = worker

@@ -54,6 +54,7 @@ class ServedRequest:
     path: str
     body: dict[str, Any]
     stream: bool
+    peer: tuple[str, int] | None = None  # the client's address (a test can tell which process called)
 
     @property
     def model(self) -> str:
@@ -217,7 +218,8 @@ class _Handler(LoopbackHandler):
         else:
             self._json(404, {"error": {"message": f"no route {path}"}})
             return
-        served = self.owner.answer(ServedRequest(api, path, body, bool(body.get("stream"))))
+        peer = (str(self.client_address[0]), int(self.client_address[1]))
+        served = self.owner.answer(ServedRequest(api, path, body, bool(body.get("stream")), peer))
         reply = served.reply
         if reply.raw_body is not None:
             self.send_body(200, "application/json", reply.raw_body.encode())

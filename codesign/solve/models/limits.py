@@ -4,8 +4,12 @@ whole pool, whatever the number of cells, actors and nodes sending to it.
 A pooled grid runs the trials of many cells at once; several cells (and their judges) may call one
 provider, whose rate limit is per account, not per cell. So a model config may set ``max_concurrency``; the
 Ray executor then starts one slot keeper per endpoint (a named async actor) before the first trial, and
-every call takes a slot from it. Without Ray (``executor=inline``) the pool is this process, and a
-process-wide semaphore does the same. An endpoint is its litellm model string plus its ``api_base``.
+every call takes a slot from it. Slots are leases (``codesign.leases``): a worker that dies, however it
+dies, gives its slots back. Without Ray (``executor=inline``) the pool is this process, and a process-wide
+semaphore does the same. An endpoint is its litellm model string plus its ``api_base``.
+
+:func:`endpoint_slot` holds a slot around a call from a thread, :func:`endpoint_slot_async` from a coroutine;
+both take the same slots.
 """
 
 from __future__ import annotations
@@ -17,13 +21,13 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from codesign import leases
 from codesign.runtime.clock import waiting
 
 ACTOR_PREFIX = "codesign-endpoint-"
-HOLDER = ""  # this process's name with the slot keepers (a trial worker's), so its slots can be freed if it dies
 MODEL_TARGET = "LitellmModel"
 
-_local: dict[str, threading.BoundedSemaphore] = {}
+_local: dict[str, Any] = {}  # endpoint key -> this process's semaphore (aiologic: shared by threads and coroutines)
 _local_lock = threading.Lock()
 
 
@@ -32,20 +36,42 @@ def endpoint_key(model: str, api_base: str | None) -> str:
 
 
 class EndpointSlots:
-    """Ray actor body: a semaphore that callers on any node acquire and release by name."""
+    """Ray actor body: a semaphore that callers on any node acquire and release by name, under a lease.
 
-    def __init__(self, limit: int) -> None:
+    Each slot is held by a holder (a trial worker) that renews its lease; a holder the pool reports dead
+    (``release_holder``) or that stops renewing for a lease (see ``codesign.leases``) gives its slots back.
+    An acquire still waiting when its holder is freed gets its slot and hands it straight back: a worker
+    that died while waiting never takes a slot with it."""
+
+    def __init__(self, limit: int, lease_s: float | None = None) -> None:
         self.limit = limit
         self._free = asyncio.Semaphore(limit)
         self.in_flight = 0
         self.peak = 0
+        self.waiting = 0  # acquires parked for a free slot
         self.held: dict[str, int] = {}  # holder (a trial worker) -> slots it holds
+        self.leases = leases.LeaseBook(lease_s)
+        self._reaper: asyncio.Task[None] | None = None
 
-    async def acquire(self, holder: str = "") -> None:
-        await self._free.acquire()
+    async def acquire(self, holder: str = "") -> bool:
+        """Take a slot for ``holder``: True once held; False when its lease lapsed while it waited (the slot
+        went back; a live holder asks again). Raises :class:`codesign.leases.LeaseLost` for a dead holder."""
+        self._keep_reaping()
+        if self.leases.heard(holder) is leases.Standing.RELEASED:  # a call that reached us after its worker died
+            raise leases.LeaseLost(f"worker {holder[:12]} was declared dead; it takes no endpoint slot")
+        epoch = self.leases.epoch(holder)
+        self.waiting += 1
+        try:
+            await self._free.acquire()
+        finally:
+            self.waiting -= 1
+        if not self.leases.holds(holder, epoch):  # freed while it waited: the slot goes back at once
+            self._free.release()
+            return False
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         self.held[holder] = self.held.get(holder, 0) + 1
+        return True
 
     async def release(self, holder: str = "") -> None:
         if self.held.get(holder, 0) <= 0:  # already freed with its holder
@@ -54,16 +80,39 @@ class EndpointSlots:
         self.in_flight -= 1
         self._free.release()
 
+    async def renew(self, holder: str) -> str:
+        self._keep_reaping()
+        standing = self.leases.heard(holder)
+        return standing.value
+
     async def release_holder(self, holder: str) -> int:
-        """Free every slot of a worker that died mid-call (its calls will never release them)."""
+        """Free every slot of a worker that died (its calls will never release them); its acquires still
+        waiting give theirs back when they get one."""
+        self.leases.release(holder)
+        return self._free_holder(holder)
+
+    def _free_holder(self, holder: str) -> int:
         count = self.held.pop(holder, 0)
         for _ in range(count):
             self.in_flight -= 1
             self._free.release()
         return count
 
-    async def stats(self) -> dict[str, int]:
-        return {"limit": self.limit, "in_flight": self.in_flight, "peak": self.peak}
+    def _keep_reaping(self) -> None:
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.get_running_loop().create_task(self._reap())
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(self.leases.reap_interval())
+            for holder in self.leases.expire():
+                self._free_holder(holder)
+
+    async def stats(self) -> dict[str, Any]:
+        holders = {h: n for h, n in self.held.items() if n}
+        return {"limit": self.limit, "in_flight": self.in_flight, "peak": self.peak, "waiting": self.waiting,
+                "holders": holders, "lapsed": self.leases.lapsed(),
+                "longest_silence": self.leases.longest_silence}  # fmt: skip
 
 
 def endpoint_limits(specs: list[dict[str, Any]]) -> dict[str, int]:
@@ -79,14 +128,15 @@ def endpoint_limits(specs: list[dict[str, Any]]) -> dict[str, int]:
     return limits
 
 
-def start_slot_keepers(limits: dict[str, int], scheduling_strategy: Any = None) -> list[Any]:
+def start_slot_keepers(limits: dict[str, int], scheduling_strategy: Any = None, lease_s: float | None = None,
+                       ) -> list[Any]:  # fmt: skip
     """On the Ray driver: one named slot keeper per limited endpoint (owned by the driver, so they live as
     long as the run and die with it; placed by ``scheduling_strategy``, e.g. on the driver's node)."""
     import ray
 
     keeper = ray.remote(EndpointSlots)
     return [keeper.options(name=ACTOR_PREFIX + key, num_cpus=0, max_concurrency=10_000,
-                           scheduling_strategy=scheduling_strategy).remote(limit)
+                           scheduling_strategy=scheduling_strategy).remote(limit, lease_s)
             for key, limit in limits.items()]  # fmt: skip
 
 
@@ -101,9 +151,18 @@ def _keeper(key: str) -> Any | None:
         return None
 
 
-def _local_semaphore(key: str, limit: int) -> threading.BoundedSemaphore:
+def _holding(keeper: Any, key: str) -> str:
+    """This process's holder name, its lease with ``keeper`` renewed from now on."""
+    who = leases.holder()
+    leases.renewals().add(f"endpoint {key} as {who}", leases.renew_with_actor(keeper, who, f"endpoint slots {key}"))
+    return who
+
+
+def _local_slots(key: str, limit: int) -> Any:
+    import aiologic
+
     with _local_lock:
-        return _local.setdefault(key, threading.BoundedSemaphore(limit))
+        return _local.setdefault(key, aiologic.BoundedSemaphore(limit))
 
 
 @contextlib.contextmanager
@@ -115,61 +174,62 @@ def endpoint_slot(model: str, api_base: str | None, limit: int | None) -> Iterat
         return
     key = endpoint_key(model, api_base)
     keeper = _keeper(key)
-    if keeper is not None:
-        import ray
-
+    if keeper is None:
+        slots = _local_slots(key, limit)
         with waiting():
-            ray.get(keeper.acquire.remote(HOLDER))
+            slots.green_acquire()
         try:
             yield
         finally:
-            ray.get(keeper.release.remote(HOLDER))
+            slots.green_release()
         return
-    semaphore = _local_semaphore(key, limit)
+    import ray
+
+    who = _holding(keeper, key)
     with waiting():
-        semaphore.acquire()
+        while not ray.get(keeper.acquire.remote(who)):  # False: this worker's lease lapsed while it waited
+            pass
     try:
         yield
     finally:
-        semaphore.release()
+        ray.get(keeper.release.remote(who))
 
 
 @contextlib.asynccontextmanager
 async def endpoint_slot_async(model: str, api_base: str | None, limit: int | None) -> AsyncIterator[None]:
-    """:func:`endpoint_slot` for a coroutine: waiting holds no thread, and a caller cancelled mid-call (a
-    judge's timed-out call) gives its slot back at once."""
+    """:func:`endpoint_slot` for a coroutine (the same slots and leases): waiting holds no thread and stops the
+    work clock, and a caller cancelled mid-call (a judge's timed-out call) gives its slot back at once."""
     if not limit:
         yield
         return
     key = endpoint_key(model, api_base)
     keeper = _keeper(key)
-    if keeper is not None:
-        granted = keeper.acquire.remote(HOLDER)
-        try:
-            with waiting():
-                await granted
-        except asyncio.CancelledError:  # the keeper may grant it still: give it back once it does
-            asyncio.get_running_loop().create_task(_give_back_when_granted(keeper, granted))
-            raise
+    if keeper is None:
+        slots = _local_slots(key, limit)
+        with waiting():
+            await slots.async_acquire()
         try:
             yield
         finally:
-            keeper.release.remote(HOLDER)  # sent, not awaited: a cancelled caller must not wait for it
+            slots.async_release()
         return
-    semaphore = _local_semaphore(key, limit)  # shared with this process's threads (solves)
+    who = _holding(keeper, key)
     with waiting():
-        while not semaphore.acquire(blocking=False):
-            await asyncio.sleep(SLOT_POLL_S)
+        while True:
+            granted = keeper.acquire.remote(who)
+            try:
+                if await granted:
+                    break
+            except asyncio.CancelledError:  # the keeper may grant it still: give it back once it does
+                asyncio.get_running_loop().create_task(_give_back_when_granted(keeper, granted, who))
+                raise
     try:
         yield
     finally:
-        semaphore.release()
+        keeper.release.remote(who)  # sent, not awaited: a cancelled caller must not wait on the keeper
 
 
-SLOT_POLL_S = 0.02  # how often a coroutine retries a slot held by this process's threads
-
-
-async def _give_back_when_granted(keeper: Any, granted: Any) -> None:
+async def _give_back_when_granted(keeper: Any, granted: Any, who: str) -> None:
     with contextlib.suppress(Exception):
-        await granted
-        await keeper.release.remote(HOLDER)
+        if await granted:
+            await keeper.release.remote(who)
