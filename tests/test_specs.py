@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -9,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from codesign.errors import TaskError
+from codesign.evaluate.specs import RERUN_FACTOR
 from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
 from tests.helpers import REPO
-from tests.test_scripts import make_task, verdicts
+from tests.test_scripts import graded, make_task, verdicts
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,7 +47,8 @@ CONFIG = """module.exports = {
   projects: [{ name: 'chromium', use: { viewport: { width: 640, height: 640 }, baseURL: 'http://localhost:3999' } }],
 };
 """
-CRITERIA = """spec_runner: {dir: specs, config: playwright.config.js}
+# A failing web-first assertion is a timeout, run again with RERUN_FACTOR× its bound: a short bound keeps it cheap.
+CRITERIA = """spec_runner: {dir: specs, config: playwright.config.js, expect_timeout_s: 2}
 criteria:
   - id: note-text
     text: The note says "Thanks for visiting".
@@ -99,6 +102,12 @@ def test_a_runner_that_crashes_or_a_test_that_does_not_exist_is_ungraded_never_a
     assert {v["verdict"] for v in crashed.values()} == {"UNGRADED"}
     assert {v["ungraded"] for v in crashed.values()} == {"grader_error"}
     assert "no report" in crashed["note-text"]["reason"]
+    broken = spec_task(tmp_path / "c" / "suite")  # a spec file that does not load: no test runs, the report says why
+    (broken / "shop" / "specs" / "shop.spec.js").write_text(SPEC.replace("test.describe('counter', () => {", "{"))
+    unloaded = verdicts(tmp_path / "c", broken, "oracle")
+    assert {v["ungraded"] for v in unloaded.values()} == {"grader_error"}
+    reason = unloaded["note-text"]["reason"]
+    assert "did not run" in reason and "SyntaxError: shop.spec.js" in reason, reason
 
 
 def test_specs_get_the_environment_they_name_the_workspace_and_their_own_packages(tmp_path):
@@ -160,3 +169,80 @@ criteria:
     root = spec_task(tmp_path / "suite", criteria)
     with pytest.raises(TaskError, match=re.escape(error)):
         load_task(root / "shop")
+
+
+# A page whose note appears 8 s after it loads: past the first run's 4 s expect bound whatever the load (the
+# wait starts after the page's script), within the run again's 16 s by a margin of 8 s.
+LATE_PAGE = """<!doctype html><html><head><title>Shop</title></head><body><h1>Shop</h1>
+<script>setTimeout(() => document.body.insertAdjacentHTML('beforeend', '<p id="late">here</p>'), 8000)</script>
+</body></html>
+"""
+TIMED_SPEC = """import { test, expect } from '@playwright/test';
+import { appendFileSync } from 'fs';
+test.beforeEach(async ({}, info) => { appendFileSync(process.env.RUNS, info.title + '\\n'); });  // each test's runs
+test('the late note shows', async ({ page }) => {
+  await page.goto('/late.html');
+  await expect(page.locator('#late')).toBeVisible();
+});
+test('the missing button shows', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.locator('#never')).toBeVisible();
+});
+test('the title is another', async ({ page }) => {  // a plain assertion: it fails at once, never run again
+  await page.goto('/');
+  expect(await page.title()).toBe('Not the shop');
+});
+test('the heading shows', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.locator('h1')).toHaveText('Shop');
+});
+"""
+TIMED_CRITERIA = """spec_runner: {dir: specs, expect_timeout_s: 4, env: {RUNS: "RUNS_FILE"}}
+criteria:
+  - {id: late-note, text: The late note shows., kind: content, spec: {file: timed.spec.mjs, title: the late note shows}}
+  - {id: missing, text: The button shows., kind: content, spec: {file: timed.spec.mjs, title: the missing button shows}}
+  - {id: title, text: The title is another., kind: content, spec: {file: timed.spec.mjs, title: the title is another}}
+  - {id: heading, text: The heading shows., kind: content, spec: {file: timed.spec.mjs, title: the heading shows}}
+"""
+
+
+def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_run_decides(tmp_path):
+    runs = tmp_path / "runs.txt"
+    root = spec_task(tmp_path / "suite", TIMED_CRITERIA.replace("RUNS_FILE", str(runs)))
+    (root / "shop" / "specs" / "timed.spec.mjs").write_text(TIMED_SPEC)
+    (root / "shop" / "app" / "late.html").write_text(LATE_PAGE)
+    got = verdicts(tmp_path, root, "noop")
+    late, missing = got["late-note"], got["missing"]
+    assert late["verdict"] == "PASS", late["reason"]  # what the run again showed, not the first run's timeout
+    assert late["reason"].startswith(f"re-run alone with {RERUN_FACTOR}× the bounds after a timeout (failed:")
+    assert missing["verdict"] == "FAIL" and missing["failure_category"] == "element_never_reached", missing
+    assert "re-run alone" in missing["reason"] and "element(s) not found" in missing["reason"]
+    assert got["title"]["verdict"] == "FAIL" and got["title"]["failure_category"] == "wrong"
+    assert "re-run" not in got["title"]["reason"] and got["heading"]["verdict"] == "PASS"
+    ran = runs.read_text().splitlines()  # each test's runs: the two that timed out twice, the others once
+    assert {t: ran.count(t) for t in set(ran)} == {"the late note shows": 2, "the missing button shows": 2,
+                                                   "the title is another": 1, "the heading shows": 1}  # fmt: skip
+    (evals,) = list((tmp_path / "store" / "trials").glob("*/evals/*"))
+    evidence = {i["id"]: i for i in json.loads((evals / "evidence.json").read_text())}
+    record = evidence["action:late-note.1"]["data"]
+    assert record["status"] == "passed" and record["rerun"]["factor"] == RERUN_FACTOR
+    assert record["rerun"]["first"]["status"] == "failed" and "Timeout: 4000ms" in record["rerun"]["first"]["message"]
+    assert "Timeout: 16000ms" in missing["reason"]  # the run again's bound: RERUN_FACTOR× the first
+    assert "spec-rerun" in evidence and (evals / "spec-rerun.log").is_file()
+    assert "action:title.1" in evidence and "rerun" not in evidence["action:title.1"]["data"]
+
+
+def test_a_spec_folder_whose_dependencies_do_not_install_leaves_every_spec_criterion_ungraded(tmp_path):
+    root = spec_task(tmp_path / "suite")
+    manifest = root / "shop" / "specs" / "package.json"
+    package = json.loads(manifest.read_text())
+    package["devDependencies"]["codesign-no-such-package"] = "1.0.0"  # not in the lockfile: npm ci refuses
+    manifest.write_text(json.dumps(package))
+    tables = graded(tmp_path, root, "oracle")
+    trial = tables["tasks"].row(0, named=True)
+    assert trial["status"] == "grading_error" and trial["bucket"] == "grading_error:grader_error", trial["message"]
+    got = {r["criterion_id"]: r for r in tables["verdicts"].iter_rows(named=True)}
+    assert {v["verdict"] for v in got.values()} == {"UNGRADED"} and len(got) == 2
+    assert {v["ungraded"] for v in got.values()} == {"grader_error"}
+    assert "spec runner not installed" in got["note-text"]["reason"], got["note-text"]["reason"]
+    assert not list((tmp_path / "store").glob("trials/*/evals/*/evaluation.json"))  # never stored as finished

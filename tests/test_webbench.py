@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
+from codesign.evaluate.evaluators import ProbeEvaluator
+from codesign.evaluate.run import evaluate_patch
 from codesign.runner import run
 from codesign.tasks.importers import webbench
+from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
 from tests.helpers import compose_config
+from tests.test_load import BURN, BURNERS_PER_CORE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -51,9 +59,10 @@ test('board', async ({ page }) => { await expect(page.locator('.board')).toBeAtt
 TASK_SPEC = """const { test, expect } = require('@playwright/test')
 const { getOffset } = require('../../../libraries/test-util/src')  // as some Web-Bench specs reach it
 test.beforeEach(async ({ page }) => { await page.goto('/index.html') })
-// Each test first expects what it needs (10 s on a starting app without it, not the 30 s test timeout).
+// Each test first expects what it needs, for 3 s: a starting app without it fails fast, and as fast when the
+// timed-out test is run again (a bound the spec sets itself is not scaled; the default 10 s would be 40 s).
 test('add button inside the board', async ({ page }) => {
-  await expect(page.locator('.add')).toBeVisible()
+  await expect(page.locator('.add')).toBeVisible({ timeout: 3_000 })
   const board = await getOffset(page, '.board')
   const add = await getOffset(page, '.add')
   expect(add.centerX).toBeLessThan(board.x + board.width)
@@ -62,7 +71,7 @@ test('the notes list is there', async ({ page }) => {  // already true of src-in
   await expect(page.locator('.notes')).toBeAttached()
 })
 test('add appends notes, right-click does not', async ({ page }) => {
-  await expect(page.locator('.add')).toBeVisible()
+  await expect(page.locator('.add')).toBeVisible({ timeout: 3_000 })
   await page.locator('.add').click()
   await expect(page.locator('.notes li')).toHaveCount(1)
   await page.locator('.add').click({ button: 'right' })
@@ -122,20 +131,20 @@ test('deck heading', async ({ page }) => {
 """
 VITE_INIT_SPEC += """test('deck footer', async ({ page }) => {  // src-init lacks it: the solution must add it
   await page.goto('/')
-  await expect(page.locator('.deck footer')).toHaveText('end')
+  await expect(page.locator('.deck footer')).toHaveText('end', { timeout: 3_000 })
 })
 """
 VITE_TASK_SPEC = """import { test, expect } from '@playwright/test'
 import { getOffset } from '@web-bench/test-util'
 test.beforeEach(async ({ page }) => { await page.goto('/') })
 test('deal sits below the heading', async ({ page }) => {
-  await expect(page.locator('.deal')).toBeVisible()
+  await expect(page.locator('.deal')).toBeVisible({ timeout: 3_000 })
   const heading = await getOffset(page, '.deck h1')
   const deal = await getOffset(page, '.deal')
   expect(deal.y).toBeGreaterThanOrEqual(heading.y + heading.height)
 })
 test('deal deals a card per click, right-click none', async ({ page }) => {
-  await expect(page.locator('.deal')).toBeVisible()
+  await expect(page.locator('.deal')).toBeVisible({ timeout: 3_000 })
   await page.locator('.deal').click()
   await expect(page.locator('.cards li')).toHaveText(['card 1'])
   await page.locator('.deal').click({ button: 'right' })
@@ -222,10 +231,47 @@ def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_ow
         assert noop[task][init]["verdict"] == "PASS"  # the init test: a preservation
         changes = [v for k, v in noop[task].items() if k.startswith("task-1-") and not v["preserve"]]
         assert len(changes) == 2 and all(v["verdict"] == "FAIL" and v["grader"] == "spec" for v in changes)
+        assert all(v["failure_category"] == "element_never_reached" for v in changes)  # still absent when run again
+        assert all(v["reason"].startswith("re-run alone with 4× the bounds after a timeout") for v in changes)
     kept = noop["wb-notes-task-1"]["task-1-the-notes-list-is-there"]
     assert kept["preserve"] and kept["verdict"] == "PASS"
     footer = noop["wb-cards-task-1"]["init-deck-footer"]
     assert not footer["preserve"] and footer["verdict"] == "FAIL"
+
+
+# Measured here (2 cores shared with other work): the notes project's tests take 0.6–2.0 s each idle and
+# 0.6–1.9 s with every core saturated (Linux favours the runner's and the browser's short bursts over the
+# burners), up to 3.4 s when other work loads the machine too. At 1 s a test, a saturated first run times
+# some out (code that did not run them again read them FAIL); the run again's 4 s holds them.
+TIGHT_BOUND_S = 1.0
+
+
+def test_web_bench_specs_give_the_idle_verdicts_on_a_saturated_machine(tmp_path, browser, loop, node_cache):
+    out = tmp_path / "suite"
+    assert webbench.main([str(checkout(tmp_path / "web-bench")), str(out), "--projects", "notes", "--no-classify"]) == 0
+    folder = out / "wb-notes-task-1"
+    reference = (folder / "solution" / "solution.patch").read_text()
+
+    def graded(name: str) -> dict[str, str]:
+        task = load_task(folder)
+        evaluation = loop.run(evaluate_patch(task, reference, ProbeEvaluator(), browser, tmp_path / name, node_cache),
+                              timeout=900)  # fmt: skip
+        return {v.criterion_id: v.verdict for v in evaluation.verdicts}
+
+    idle = graded("idle")  # Web-Bench's own bounds (30 s a test), on this machine as it is
+    assert set(idle.values()) == {"PASS"} and len(idle) == 4, idle
+    criteria = yaml.safe_load((folder / "criteria.yaml").read_text())
+    criteria["spec_runner"] |= {"timeout_s": TIGHT_BOUND_S, "expect_timeout_s": TIGHT_BOUND_S}
+    (folder / "criteria.yaml").write_text(yaml.safe_dump(criteria, sort_keys=False))
+    burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(BURNERS_PER_CORE * (os.cpu_count() or 1))]
+    try:
+        loaded = graded("loaded")
+        assert all(b.poll() is None for b in burners)  # the load lasted the whole run
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert loaded == idle
 
 
 def test_a_checkout_that_is_not_web_bench_is_refused(tmp_path, capsys):
