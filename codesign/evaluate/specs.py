@@ -49,9 +49,9 @@ RUN_BOUND_S = 1800.0  # the whole run; each test has its own timeout, this only 
 # expect's, the project's action and navigation timeouts). The first bounds (Web-Bench's: 30 s a test, 10 s
 # an assertion) already hold some 10× what an idle machine needs, so a correct app exceeds them only on a
 # machine slowed about that much; 4× more holds a ~40× slowdown, with the machine left to one test at a time
-# (a saturated 2-core machine here slowed these tests 1.5–5×). The price is paid by a wait that can never end
-# (a failing candidate's missing element): 4× the bound it ran out of, once per such test (40 s for a 10 s
-# expect) — which is why the factor is no larger.
+# (saturating both cores here slowed Web-Bench-style tests under 2×; heavy shared load, up to ~5×). The price
+# is paid by a wait that can never end (a failing candidate's missing element): 4× the bound it ran out of,
+# once per such test (40 s for a 10 s expect) — which is why the factor is no larger.
 RERUN_FACTOR = 4
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Playwright's words for a wait that ran out: a step's or a poll's ("locator.click: Timeout 30000ms exceeded"),
