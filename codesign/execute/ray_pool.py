@@ -46,6 +46,9 @@ class TrialWorker:
         from codesign.runtime.browser import Browser
         from codesign.store import use_lock_service
 
+        # Ray warns at the first blocking ray.get in an async actor, meaning its event loop; this actor calls
+        # it only from threads (solves' endpoint slots, lease renewals), where it blocks nothing else.
+        os.environ.setdefault("RAY_WARN_BLOCKING_GET_INSIDE_ASYNC", "0")
         self.browser = Browser(browser_executable, browser_slots)
         self.threads = max_concurrency + 4  # solves run in threads; the default pool is only cores + 4
         self.node = ray.get_runtime_context().get_node_id()
