@@ -18,6 +18,7 @@ the driver did not see die costs at most a minute of one slot or lock.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 import os
@@ -101,6 +102,7 @@ class LeaseBook:
         self._epoch: dict[str, int] = {}
         self.released: set[str] = set()
         self.longest_silence = 0.0  # seconds between two signs of life of one holder (what the lease must exceed)
+        self._reaper: asyncio.Task[None] | None = None
 
     def heard(self, holder: str) -> Standing:
         if holder in self.released:
@@ -143,6 +145,18 @@ class LeaseBook:
 
     def reap_interval(self) -> float:
         return min(1.0, self.lease_s / 4)
+
+    def keep_reaping(self, free: Callable[[str], object]) -> None:
+        """Free what silent holders hold (``free(holder)``), every reap interval, on the running event loop (a
+        keeper's: its methods call this, so the reaper starts with the first call and restarts if it ended)."""
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.get_running_loop().create_task(self._reap(free))
+
+    async def _reap(self, free: Callable[[str], object]) -> None:
+        while True:
+            await asyncio.sleep(self.reap_interval())
+            for holder in self.expire():
+                free(holder)
 
 
 class Renewals:

@@ -110,12 +110,11 @@ class StageLocks:
 
         self.held: dict[str, str] = {}
         self.leases = leases.LeaseBook(lease_s)
-        self._reaper: Any = None
 
     async def acquire(self, name: str, holder: str) -> bool:
         from codesign import leases
 
-        self._keep_reaping()
+        self.leases.keep_reaping(self._free_holder)
         if self.leases.heard(holder) is leases.Standing.RELEASED:
             raise leases.LeaseLost(f"worker {holder[:12]} was declared dead; it takes no lock")
         if name in self.held:
@@ -128,7 +127,7 @@ class StageLocks:
             del self.held[name]
 
     async def renew(self, holder: str) -> str:
-        self._keep_reaping()
+        self.leases.keep_reaping(self._free_holder)
         return self.leases.heard(holder).value
 
     async def released(self, holder: str) -> bool:
@@ -144,20 +143,6 @@ class StageLocks:
         for n in names:
             del self.held[n]
         return len(names)
-
-    def _keep_reaping(self) -> None:
-        import asyncio
-
-        if self._reaper is None or self._reaper.done():
-            self._reaper = asyncio.get_running_loop().create_task(self._reap())
-
-    async def _reap(self) -> None:
-        import asyncio
-
-        while True:
-            await asyncio.sleep(self.leases.reap_interval())
-            for holder in self.leases.expire():
-                self._free_holder(holder)
 
     async def stats(self) -> dict[str, Any]:
         return {"held": dict(self.held), "longest_silence": self.leases.longest_silence}

@@ -51,12 +51,11 @@ class EndpointSlots:
         self.waiting = 0  # acquires parked for a free slot
         self.held: dict[str, int] = {}  # holder (a trial worker) -> slots it holds
         self.leases = leases.LeaseBook(lease_s)
-        self._reaper: asyncio.Task[None] | None = None
 
     async def acquire(self, holder: str = "") -> bool:
         """Take a slot for ``holder``: True once held; False when its lease lapsed while it waited (the slot
         went back; a live holder asks again). Raises :class:`codesign.leases.LeaseLost` for a dead holder."""
-        self._keep_reaping()
+        self.leases.keep_reaping(self._free_holder)
         if self.leases.heard(holder) is leases.Standing.RELEASED:  # a call that reached us after its worker died
             raise leases.LeaseLost(f"worker {holder[:12]} was declared dead; it takes no endpoint slot")
         epoch = self.leases.epoch(holder)
@@ -81,7 +80,7 @@ class EndpointSlots:
         self._free.release()
 
     async def renew(self, holder: str) -> str:
-        self._keep_reaping()
+        self.leases.keep_reaping(self._free_holder)
         standing = self.leases.heard(holder)
         return standing.value
 
@@ -97,16 +96,6 @@ class EndpointSlots:
             self.in_flight -= 1
             self._free.release()
         return count
-
-    def _keep_reaping(self) -> None:
-        if self._reaper is None or self._reaper.done():
-            self._reaper = asyncio.get_running_loop().create_task(self._reap())
-
-    async def _reap(self) -> None:
-        while True:
-            await asyncio.sleep(self.leases.reap_interval())
-            for holder in self.leases.expire():
-                self._free_holder(holder)
 
     async def stats(self) -> dict[str, Any]:
         holders = {h: n for h, n in self.held.items() if n}
