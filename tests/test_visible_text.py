@@ -226,3 +226,33 @@ def test_the_gate_calls_a_page_of_hidden_text_blank(tmp_path):
     # The control: the same task with its text shown passes that step.
     code, _, folder = gate_in(tmp_path / "run-shown", f"tasks.root={gate_task(tmp_path / 'shown', '')}")
     assert code == 0 and pl.read_parquet(folder / "validation.parquet").row(0, named=True)["launch_render"] == "ok"
+
+
+def starting_empty(root: Path, script: str = "") -> Path:
+    """The hidden-text task, declared to start empty (as Web-Bench imports are), its page running ``script``."""
+    gate_task(root, HIDE_ALL)
+    manifest = root / "counter" / "task.yaml"
+    manifest.write_text(manifest.read_text() + "environment: {starts_blank: true}\n")
+    if script:
+        app = root / "counter" / "app" / "index.html"
+        app.write_text(app.read_text().replace("</body>", f"<script>{script}</script></body>"))
+        patch = root / "counter" / "solution" / "solution.patch"
+        before = app.read_text()
+        after = before.replace("Come again soon", "Thanks for visiting")
+        diff = difflib.unified_diff(before.splitlines(True), after.splitlines(True), "a/index.html", "b/index.html")
+        patch.write_text("".join(diff))
+    return root
+
+
+@pytest.mark.slow
+def test_a_task_that_starts_empty_is_warned_about_unless_its_page_threw(tmp_path):
+    code, out, folder = gate_in(tmp_path / "run-empty", f"tasks.root={starting_empty(tmp_path / 'empty')}")
+    row = pl.read_parquet(folder / "validation.parquet").row(0, named=True)
+    assert row["launch_render"] == "ok" and "dom:/@desktop shows nothing a user can see" in out
+
+    # A blank page that threw is a crashed app, whatever the task says about starting empty.
+    crash = starting_empty(tmp_path / "crash", "throw new Error('root not found')")
+    code, out, folder = gate_in(tmp_path / "run-crash", f"tasks.root={crash}")
+    row = pl.read_parquet(folder / "validation.parquet").row(0, named=True)
+    assert code == 1 and row["launch_render"].startswith("FAIL: dom:/@desktop renders nothing (")
+    assert "root not found" in row["launch_render"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from codesign._types import CriterionVerdict, Ungraded
 from codesign.evaluate.evaluators import ProbeEvaluator
-from codesign.evaluate.evidence import page_text
+from codesign.evaluate.evidence import EvidenceItem, page_text
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
 from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
@@ -116,11 +116,20 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
             for e in baseline.evidence
             if e.kind == "route" and e.data["status"] != 200
         ]
-        blank = [
-            e.id for e in baseline.evidence if e.kind == "dom" and page_text(out_dir / task.id / "baseline", e).blank
-        ]
-        if bad_routes or blank:
-            report.fail("launch_render", "; ".join(bad_routes + [f"{b} renders nothing" for b in blank]))
+        # A blank page that threw is a crashed app, always; one that threw nothing fails an authored task (its
+        # revision starts from an app a user sees) and is only a warning where the task says it starts empty
+        # (Web-Bench begins many projects from a bare `<div class="root">`).
+        crashed = []
+        for e in baseline.evidence:
+            if e.kind != "dom" or not page_text(out_dir / task.id / "baseline", e).blank:
+                continue
+            error = _first_error(baseline.evidence, e)
+            if error or not task.manifest.environment.starts_blank:
+                crashed.append(f"{e.id} renders nothing" + (f" ({error})" if error else ""))
+            else:
+                report.warnings.append(f"{e.id} shows nothing a user can see (environment.starts_blank)")
+        if bad_routes or crashed:
+            report.fail("launch_render", "; ".join(bad_routes + crashed))
             return report
         report.steps["launch_render"] = "ok"
         reference = await evaluate_patch(
@@ -173,3 +182,12 @@ def _undecided(verdicts: list[CriterionVerdict]) -> str:
     nothing certain then and is retried. A grader's own error (a script's bug) is the task's to fix: a FAIL."""
     passing = [v for v in verdicts if v.ungraded in (Ungraded.INFRA, Ungraded.UNDECIDED_TIMEOUT)]
     return "; ".join(f"{v.criterion_id} ({v.ungraded}): {v.reason[:200]}" for v in passing)[:1000]
+
+
+def _first_error(evidence: list[EvidenceItem], dom: EvidenceItem) -> str:
+    """The first uncaught page error recorded while ``dom``'s page loaded ('' when it threw none)."""
+    for item in evidence:
+        if item.kind == "console" and item.route == dom.route and item.viewport == dom.viewport:
+            errors = item.data.get("page_errors") or []
+            return str(errors[0])[:200] if errors else ""
+    return ""

@@ -62,6 +62,9 @@ class Environment(_Strict):
     serve: Serve = Serve()
     routes: list[str] = Field(default_factory=lambda: ["/"], min_length=1)
     ignore: list[str] = Field(default_factory=list, description="extra paths left out of the source diff")
+    # The starting app shows nothing on purpose (Web-Bench starts many projects from an empty root): the gate
+    # warns about a blank page instead of failing, unless the page threw.
+    starts_blank: bool = False
 
     @field_validator("routes")
     @classmethod

@@ -274,9 +274,10 @@ def manifest(project: Path, name: str, n: int) -> dict[str, Any]:
         request = f"Make these {n} changes, in order (each builds on the ones before):\n\n{steps}"
     routes = pages(project / "src-init")
     vite = layout(project) == "vite"
-    environment: dict[str, Any] = {"kind": "static", "routes": routes}
+    # Many projects start from an empty root (`<div class="root"></div>`): a blank start is theirs, not a crash.
+    environment: dict[str, Any] = {"kind": "static", "routes": routes, "starts_blank": True}
     if vite:
-        environment = {"kind": "node", "build": False, "routes": routes,
+        environment = {"kind": "node", "build": False, "routes": routes, "starts_blank": True,
                        "serve": {"command": VITE_SERVE, "ready_path": routes[0], "ready_timeout_s": 300}}  # fmt: skip
     return {"id": f"wb-{name}-task-{n}", "track": "RE", "title": f"Web-Bench {name}, task {n}",
             "request": request + (SOURCES_NOTE if vite else ""), "environment": environment,
