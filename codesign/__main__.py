@@ -18,6 +18,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from codesign.config import CONF_DIR, register_resolvers
+from codesign.errors import reported_to_user
 
 register_resolvers()
 
@@ -31,7 +32,10 @@ def main(cfg: DictConfig) -> Any:
     sweep = Path(hc.sweep.dir) if hc.mode.name == "MULTIRUN" else None
     name = Path(hc.runtime.output_dir).name if sweep else hc.job.override_dirname or "default"
     group = sweep_group(hc.mode.name, str(hc.sweep.dir), hc.runtime.choices.get("experiment"))
-    return job(cfg, Path(hc.runtime.output_dir), name, group, sweep and str(sweep.resolve()))
+    if sweep:  # a cell of a sweep: its error is the launcher's to report, the other cells go on
+        return job(cfg, Path(hc.runtime.output_dir), name, group, str(sweep.resolve()))
+    with reported_to_user():
+        return job(cfg, Path(hc.runtime.output_dir), name, group, None)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+
 
 class CodesignError(Exception):
     """Base class: ``str(err)`` is the message a user sees, ending with a hint when there is one."""
@@ -30,3 +35,17 @@ class EnvironmentSetupError(CodesignError):
 class NothingRan(CodesignError):
     """Not one trial of the command could run (every task failed to load, every trial hit an infrastructure
     error, ...): the results are written, and the command exits non-zero so scripts and CI notice."""
+
+
+@contextlib.contextmanager
+def reported_to_user() -> Iterator[None]:
+    """Turn a :class:`CodesignError` into its message and hint on stderr and a non-zero exit (1 when nothing
+    ran, 2 for anything the user must fix first), without a traceback: Hydra prints one under any exception
+    its job raises. ``HYDRA_FULL_ERROR=1`` lets the exception through, traceback and all, for debugging."""
+    try:
+        yield
+    except CodesignError as e:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        raise SystemExit(1 if isinstance(e, NothingRan) else 2) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hydra.utils import get_class
 
@@ -92,8 +94,14 @@ def test_config_mistakes_are_refused_before_any_trial_naming_key_and_what_is_all
 
 def test_a_config_mistake_stops_the_cli_with_the_message_and_runs_nothing(tmp_path):
     proc = cli("regime.max_turns=0", "tracker=none", f"store.root={tmp_path}", timeout=120)
-    assert proc.returncode != 0 and "regime.max_turns=0 is not allowed" in proc.stderr
+    assert proc.returncode == 2 and "error: regime.max_turns=0 is not allowed" in proc.stderr
+    assert "Traceback" not in proc.stderr and "HYDRA_FULL_ERROR" not in proc.stderr  # a user error, not a crash
     assert not (tmp_path / "trials").exists()
+
+    # Asked for, the traceback is still there (debugging codesign itself).
+    debug = {**os.environ, "HYDRA_FULL_ERROR": "1"}
+    proc = cli("regime.max_turns=0", "tracker=none", f"store.root={tmp_path}", timeout=120, env=debug)
+    assert proc.returncode == 1 and "Traceback" in proc.stderr and "ConfigError" in proc.stderr
 
 
 def test_a_root_of_your_own_with_the_sample_list_says_to_use_tasks_all(tmp_path):

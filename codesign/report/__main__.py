@@ -36,10 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", default=None, help="W&B group (default: the runs' group, when they share one)")
     args = parser.parse_args(argv)
     from rich.console import Console
-    from rich.markdown import Markdown
 
     from codesign.report import build_report, collect, find_runs, markdown, write_html
     from codesign.report.collect import from_store, keep_only, merge
+    from codesign.report.console import print_report
 
     if not args.paths and not args.store:
         parser.error("give run folders, multirun/sweep folders, or --store")
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     except CodesignError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    Console(width=200).print(Markdown(markdown(report)))
+    print_report(report, Console())  # the terminal's own width (80 when not a terminal and COLUMNS is unset)
     c = report.collection
     print(f"runs used: {len(c.used)} of {len(c.runs)} ({c.duplicates} duplicate trial rows counted once)")
     for run in c.used:
@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     page = write_html(report, args.out, args.title)
     for name, frame in report.frames().items():
         frame.write_parquet(page.parent / f"{name}.parquet")
-    print(f"report: {page} (tables: {', '.join(f'{n}.parquet' for n in report.frames())})")
+    (page.parent / "report.md").write_text(markdown(report) + "\n")  # every column, for a paper draft
+    print(f"report: {page} (tables: {', '.join(f'{n}.parquet' for n in report.frames())}, report.md)")
     if args.wandb:
         from codesign.track.wandb import group_of, log_report
 

@@ -1,4 +1,4 @@
-"""One report from many runs: the tables (``Report``), a self-contained HTML page and Markdown for the terminal."""
+"""One report from many runs: the tables (``Report``), a self-contained HTML page and Markdown (``report.md``)."""
 
 from __future__ import annotations
 
@@ -131,12 +131,15 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
     return path
 
 
+def nonempty_buckets(counted: pl.DataFrame) -> pl.DataFrame:
+    """The denominators with the buckets that are not empty, as text shows them (the page and parquet keep all)."""
+    return counted.select([c for c in counted.columns if c in CELL or c in ("planned", "scored") or counted[c].sum()])
+
+
 def markdown(report: Report) -> str:
-    """The tables as Markdown, for the terminal (rendered by rich) or a paper draft."""
+    """The tables as Markdown, every column, for a paper draft (``report.md``; the terminal gets report.console)."""
     main = report.main.select([c for c in MAIN_COLUMNS if c in report.main.columns])
-    # In a terminal the denominators keep the buckets that are not empty (the page and the parquet keep all).
-    counted = report.denominators
-    shown = counted.select([c for c in counted.columns if c in CELL or c in ("planned", "scored") or counted[c].sum()])
+    shown = nonempty_buckets(report.denominators)
     parts = [("Main table", main), ("Denominators (trials planned, scored, and the buckets that are not empty; "
               "criteria by grader)", shown), ("Combined (all tasks weighted equally)",
               main.filter(pl.col("track") == "ALL")), ("Breakdowns", report.breakdowns)]  # fmt: skip

@@ -14,7 +14,7 @@ import polars as pl
 import yaml
 
 from codesign.errors import ConfigError
-from codesign.score.metrics import CELL
+from codesign.score.metrics import CELL, task_frame
 
 TRIAL = [*CELL, "seed", "task_id"]
 _STATUS_RANK = {"ok": 0, "solved": 1, "aborted": 2}  # lower wins; errors and skips after
@@ -66,8 +66,21 @@ def find_runs(paths: list[Path]) -> list[Run]:
     return sorted(unique.values(), key=lambda r: (r.finished, r.name))
 
 
+def _tasks_of(run: Run) -> pl.DataFrame:
+    """A run's trials, refused with the run's name when another codesign version wrote them."""
+    frame = pl.read_parquet(run.path / "tasks.parquet")
+    missing = sorted(set(task_frame([]).columns) - set(frame.columns))
+    if missing:
+        raise ConfigError(
+            f"{run.path / 'tasks.parquet'} was written by another version of codesign: it lacks {', '.join(missing)}",
+            "run the same command again with this version (finished solves are reused from the store), "
+            "or leave that run out of the report",
+        )
+    return frame.with_columns(run=pl.lit(run.name))
+
+
 def collect(runs: list[Run]) -> Collection:
-    frames = [pl.read_parquet(r.path / "tasks.parquet").with_columns(run=pl.lit(r.name)) for r in runs]
+    frames = [_tasks_of(r) for r in runs]
     verdict_frames = [
         pl.read_parquet(r.path / "verdicts.parquet").with_columns(run=pl.lit(r.name))
         for r in runs

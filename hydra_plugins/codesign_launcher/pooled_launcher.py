@@ -47,6 +47,7 @@ class PooledLauncher(Launcher):
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from codesign.config import folder_name
+        from codesign.errors import ConfigError, reported_to_user
         from codesign.runner import Cell, Command, check_something_ran, pooling, run_cells
 
         assert self.config is not None and self.task_function is not None and self.hydra_context is not None
@@ -88,10 +89,13 @@ class PooledLauncher(Launcher):
                     r.status, r.return_value = JobStatus.FAILED, e
                 raise
             _rank_stability([r.return_value for r in started], sweep_dir)
-            check_something_ran([r.return_value for r in started])
-        if failed:
+            with reported_to_user():
+                check_something_ran([r.return_value for r in started])
+        if failed:  # the cells that started are run and written; the command still fails, without a traceback
             names = ", ".join(_name(r) for r in failed)
-            print(f"{len(failed)} of {len(returns)} cells could not start: {names}", file=sys.stderr)
+            with reported_to_user():
+                hint = "each cell's own error is printed above; fix it and run the same command again"
+                raise ConfigError(f"{len(failed)} of {len(returns)} cells could not start: {names}", hint)
         return returns
 
 
