@@ -22,8 +22,11 @@ $(STAMP): pyproject.toml
 run: setup
 	$(PY) -m codesign
 
+# Two workers (2 cores, and the suite waits on browsers and servers about half the time), then what must
+# have the machine to itself. A test that needs the Docker Engine runs on one worker (tests/conftest.py).
 test: setup-test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not alone" --durations=15
+	$(PY) -m pytest -q -m alone --durations=15
 
 lint: setup
 	$(VENV)/bin/ruff check codesign tests benchmarks

@@ -46,6 +46,15 @@ class LoopThread:
         self.thread.join(5)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``make test``'s two workers, every test that uses the Docker Engine runs on one of them: the
+    session fixture starts the engine once and stops it at the end (two would race for its socket)."""
+    for item in items:
+        if {"docker_engine", "busybox_image", "node_image"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("docker"))
+
+
 @pytest.fixture(scope="session")
 def loop() -> Iterator[LoopThread]:
     lt = LoopThread()

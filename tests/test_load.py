@@ -18,7 +18,7 @@ import pytest
 from codesign.tasks.loader import load_suite
 from tests.conftest import SUITE, gate_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.alone]
 BURNERS_PER_CORE = 4
 LOADED = ["re-kanban-wip-limits", "re-recipes-search", "re-settings-theme-persist", "re-team-directory-favorites"]
 # Self-terminating: the burner can never outlive the test by more than this, whatever happens to pytest.
