@@ -145,17 +145,25 @@ def test_the_report_goes_to_one_wandb_run_in_the_runs_group(three_runs):
 
 @pytest.mark.parametrize("columns", [80, 120])
 def test_the_terminal_tables_fit_the_terminal_and_cut_no_header(three_runs, tmp_path, columns):
-    root, runs = three_runs
-    proc = subprocess.run([sys.executable, "-m", "codesign.report", *map(str, runs), "--no-plots", "--out",
-                           str(tmp_path / "r.html")], capture_output=True, text=True, timeout=300, cwd=REPO,
-                          env={**os.environ, "COLUMNS": str(columns)})  # fmt: skip
+    _, runs = three_runs
+    command = [
+        sys.executable,
+        "-m",
+        "codesign.report",
+        *map(str, runs),
+        "--no-plots",
+        "--out",
+        str(tmp_path / "r.html"),
+    ]
+    env = {**os.environ, "COLUMNS": str(columns)}
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.split("runs used:")[0].splitlines()
     assert max(len(line) for line in lines) <= columns
     assert "every row: harness native, regime agentic" in lines  # said once, not in 3 columns of every table
     scores = lines[lines.index("Scores (strict ci: 95 % bootstrap interval over tasks)") + 1 :][:7]
-    assert scores[0].split() == ["model", "evaluator", "track", "trials", "tasks", "strict", "strict", "ci", "graded",
-                                 "full", "pass", "zero", "pass"]  # fmt: skip
+    header = "model evaluator track trials tasks strict strict ci graded full pass zero pass"
+    assert scores[0].split() == header.split()
     assert scores[1].split() == ["noop", "llm", "ME", "1/1", "1", "0.375", "0.38–0.38", "0.375", "0.000", "0.000"]
     assert "…" not in "\n".join(scores)
     assert (tmp_path / "report.md").read_text().count("strict_lo") == 2  # every column kept: main and combined
@@ -168,12 +176,21 @@ def test_a_folder_without_runs_is_a_clear_error(tmp_path):
 
 
 def test_a_run_written_by_another_version_is_refused_by_name_not_with_a_traceback(three_runs, tmp_path):
-    root, runs = three_runs
+    _, runs = three_runs
     old = tmp_path / "old-run"
     old.mkdir()
     pl.read_parquet(runs[1] / "tasks.parquet").drop("n_not_gradable").write_parquet(old / "tasks.parquet")
-    proc = subprocess.run([sys.executable, "-m", "codesign.report", str(runs[0]), str(old), "--no-plots", "--out",
-                           str(tmp_path / "r.html")], capture_output=True, text=True, timeout=300, cwd=REPO)  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "codesign.report",
+        str(runs[0]),
+        str(old),
+        "--no-plots",
+        "--out",
+        str(tmp_path / "r.html"),
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert f"{old / 'tasks.parquet'} was written by another version of codesign: it lacks n_not_gradable" in proc.stderr
 
