@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-from pathlib import Path
 
 import polars as pl
 import pytest
