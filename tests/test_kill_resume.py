@@ -153,3 +153,12 @@ def test_a_sweep_killed_mid_evaluation_resumes_with_each_trial_once_and_its_stag
     oracle, noop = (pl.read_parquet(c / "tasks.parquet")["strict"] for c in cells)
     assert oracle.to_list() == [1.0, 1.0] and noop.max() < 1.0
     assert_resumed_cleanly(tmp_path, before, trials=2 * len(TASKS))
+
+
+def test_a_scratch_root_that_does_not_exist_yet_is_made(tmp_path):
+    """``paths.scratch`` may name a new folder (before, every trial of such a run was an infra_error)."""
+    from codesign.sandbox import scratch
+
+    made = scratch.make("solve-x", tmp_path / "new" / "scratch")
+    assert made.is_dir() and made.parent == tmp_path / "new" / "scratch"
+    assert made.name.startswith(scratch.owned_prefix("solve-x"))
