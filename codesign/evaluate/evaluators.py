@@ -26,6 +26,7 @@ from codesign.evaluate.judge import (
     user_message,
 )
 from codesign.evaluate.outcomes import guarded, guarded_all
+from codesign.runtime.waiting import AppUnresponsive, BrowserFailure, describe
 from codesign.tasks.loader import Task
 from codesign.tasks.schema import Criterion
 
@@ -199,7 +200,14 @@ class LLMEvaluator:
             extra = "## The judge's verdict (to challenge)\n" + json.dumps(
                 {"verdict": r.verdict, "reason": r.reason, "evidence_ids": r.evidence_ids}
             )
-            challenged = await self._consult("verifier", task, c, session, extra)
+            try:
+                challenged = await self._consult("verifier", task, c, session, extra)
+            except (AppUnresponsive, BrowserFailure):
+                raise  # the app's or the browser's: sorted by guarded()
+            except Exception as e:  # the verifier's client failed: its error, not the judge's, and the PASS kept
+                if not await session.browser.answers():
+                    raise
+                challenged = Consultation(None, f"{type(e).__name__}: {describe(e)}")
             trace["verifier"] = challenged.transcript
             if challenged.reply is None:  # an unverified positive is no verdict yet: neither a PASS nor a FAIL
                 self._errors += 1

@@ -44,7 +44,9 @@ def owned_prefix(what: str) -> str:
 
 
 def make(what: str, root: str | Path | None = None) -> Path:
-    """A new scratch folder owned by this process."""
+    """A new scratch folder owned by this process (``root``, e.g. ``paths.scratch``, is made if missing)."""
+    if root is not None:
+        Path(root).mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=owned_prefix(what), dir=root))
 
 

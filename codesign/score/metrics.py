@@ -274,7 +274,9 @@ def breakdown_frame(tasks: pl.DataFrame) -> pl.DataFrame:
             dimension=pl.lit("edit_types"),
             group=pl.when(pl.col("n_edit_types") <= 2).then(pl.lit("1-2")).otherwise(pl.lit("3-4")),
         ),
-        scored.with_columns(dimension=pl.lit("capability"), group=pl.col("capability").str.split(",")).explode("group"),
+        # A task without capability labels is in no capability group (not in one named "").
+        scored.with_columns(dimension=pl.lit("capability"), group=pl.col("capability").str.split(","))
+        .explode("group").filter(pl.col("group") != ""),
     ]  # fmt: skip
     both = pl.concat(
         [p.select([*CELL, "dimension", "group", "strict", "graded", "full_pass", "n_pass"]) for p in parts]

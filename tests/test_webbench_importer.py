@@ -1,0 +1,143 @@
+"""The Web-Bench importer's other branches, on the Web-Bench-format fixture checkout of ``test_webbench``:
+every reason it refuses a project, ``--task N`` for N > 1, ``--no-classify``, and no half-written task left
+when an import fails part way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codesign.tasks.importers import webbench
+from codesign.tasks.loader import load_task
+from tests.test_webbench import CONFIG, FINAL, INIT_SPEC, SCRIPT_FINAL, START, checkout
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+TASK_2 = "Label the add button 'add note'."
+TASK_2_SPEC = """const { test, expect } = require('@playwright/test')
+test('the add button says add note', async ({ page }) => {
+  await page.goto('/index.html')
+  await expect(page.locator('.add')).toHaveText('add note', { timeout: 3_000 })
+})
+"""
+
+
+def put(root: Path, path: str, text: str) -> None:
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text(text)
+
+
+def project(
+    root: Path,
+    name: str,
+    *,
+    stable: bool = True,
+    deps: dict | None = None,
+    start: dict | None = None,
+    final: dict | None = None,
+    task_ids: tuple[str, ...] = ("task-1",),
+    task_spec: str = INIT_SPEC,
+) -> None:
+    """A static project like the fixture's ``notes``, varied one way per refusal."""
+    base = f"projects/{name}/"
+    put(root, base + "package.json", json.dumps({"name": f"@web-bench/{name}", "eval": {"stable": stable},
+                                                 "devDependencies": deps or {}}))  # fmt: skip
+    put(root, base + "playwright.config.js", CONFIG)
+    put(root, base + "tasks.jsonl", "".join(json.dumps({"id": t, "description": f"Do {t}."}) + "\n" for t in task_ids))
+    for folder, files in (("src-init/", start), ("src/", final)):
+        for file, text in (files or {}).items():
+            put(root, base + folder + file, text)
+    put(root, base + "test/init.spec.js", INIT_SPEC)
+    put(root, base + "test/task-1.spec.js", task_spec)
+
+
+PAGE = {"index.html": START, "index.js": "// notes\n"}
+REFUSED = {
+    "unstable": "not marked stable by Web-Bench",
+    "no-sources": "no src-init/ and src/",
+    "no-page": "src-init/ has no HTML page: its tests check files (e.g. with a compiler), not an app",
+    "workspace": "depends on workspace packages codesign cannot resolve: @web-bench/shop-server",
+    "not-a-project": "not a project",
+    "no-task": "ValueError: no-task has no task-1",
+    "empty-spec": "ValueError: test/task-1.spec.js lists no test",
+    "with-server": "served by `npm run dev -- ${PORT}`",  # the fixture's own
+}
+
+
+@pytest.fixture
+def refusals(tmp_path: Path) -> Path:
+    root = checkout(tmp_path / "web-bench")
+    project(root, "unstable", stable=False, start=PAGE, final=PAGE)
+    project(root, "no-sources")
+    project(root, "no-page", start={"index.js": "//\n"}, final={"index.js": "// done\n"})
+    project(root, "workspace", deps={"@web-bench/shop-server": "workspace:*"}, start=PAGE, final=PAGE)
+    (root / "projects" / "not-a-project").mkdir()
+    project(root, "no-task", task_ids=("task-2",), start=PAGE, final=PAGE)
+    empty = "const { test } = require('@playwright/test')\n// no test here yet\n"
+    project(root, "empty-spec", start=PAGE, final=PAGE, task_spec=empty)  # fails after writing app and specs
+    return root
+
+
+def test_every_refusal_is_a_skip_with_its_reason_and_no_half_written_task(refusals, tmp_path, capsys):
+    out = tmp_path / "suite"
+    wanted = [*REFUSED, "notes"]
+    code = webbench.main([str(refusals), str(out), "--projects", ",".join(wanted), "--no-classify", "--jobs", "2"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    for name, reason in REFUSED.items():
+        assert f"skip {name}: {reason}" in printed, (name, printed)
+    assert f"1 imported, {len(REFUSED)} skipped" in printed
+    # Only the imported task is there: the one whose import failed part way (its app, reference and specs were
+    # written) was removed, and a refused project never gets a folder.
+    assert sorted(p.name for p in out.iterdir()) == ["wb-notes-task-1"]
+
+
+def test_a_project_whose_starting_app_already_passes_is_refused_and_removed(tmp_path, capsys):
+    root = checkout(tmp_path / "web-bench")
+    done = {"index.html": FINAL, "index.js": SCRIPT_FINAL}
+    project(root, "done", start=done, final=done)  # task-1's spec (init's test) already passes on src-init
+    out = tmp_path / "suite"
+    code = webbench.main([str(root), str(out), "--projects", "done"])
+    printed = capsys.readouterr().out
+    assert code == 1 and "0 imported, 1 skipped" in printed  # nothing imported: a failing command
+    assert "skip done: ValueError: the starting app already passes every test of task-1: nothing to change" in printed
+    assert not list(out.iterdir())
+
+
+def test_task_n_asks_for_every_change_up_to_n_and_grades_all_of_their_tests(tmp_path, capsys):
+    root = checkout(tmp_path / "web-bench")
+    notes = root / "projects" / "notes"
+    with (notes / "tasks.jsonl").open("a") as f:
+        f.write(json.dumps({"id": "task-2", "date": "2025-05-13", "description": TASK_2}) + "\n")
+    (notes / "test" / "task-2.spec.js").write_text(TASK_2_SPEC)
+    final = (notes / "src" / "index.html").read_text().replace(">add</button>", ">add note</button>")
+    (notes / "src" / "index.html").write_text(final)
+    out = tmp_path / "suite"
+    assert webbench.main([str(root), str(out), "--projects", "notes", "--task", "2", "--no-classify"]) == 0
+    assert "ok   notes -> " in capsys.readouterr().out
+    task = load_task(out / "wb-notes-task-2")
+    request = task.manifest.request
+    assert request.startswith("Make these 2 changes, in order")
+    assert request.index("Change 1:\nAdd an 'add' button") < request.index(f"Change 2:\n{TASK_2}")
+    preserve = {c.id: c.preserve for c in task.criteria}
+    # init's and task 1's tests must keep passing (--no-classify: no baseline run); task 2's is the change.
+    assert preserve == {"init-board": True, "task-1-add-button-inside-the-board": True,
+                        "task-1-the-notes-list-is-there": True, "task-1-add-appends-notes-right-click-does-not": True,
+                        "task-2-the-add-button-says-add-note": False}  # fmt: skip
+    assert "add note" in (out / "wb-notes-task-2" / "solution" / "solution.patch").read_text()
+    assert (out / "wb-notes-task-2" / "specs" / "test" / "task-2.spec.js").is_file()
+
+
+def test_no_classify_keeps_the_file_rule_and_runs_nothing(tmp_path, capsys):
+    """Without the baseline run, task 1's test that the starting app already passes stays a change (with
+    classification it becomes a preservation: test_webbench), and no criterion carries a classification note."""
+    out = tmp_path / "suite"
+    code = webbench.main([str(checkout(tmp_path / "web-bench")), str(out), "--projects", "notes", "--no-classify"])
+    printed = capsys.readouterr().out
+    assert code == 0 and "already pass" not in printed and "fail on the starting app" not in printed
+    criteria = yaml.safe_load((out / "wb-notes-task-1" / "criteria.yaml").read_text())["criteria"]
+    preserve = {c["id"]: c["preserve"] for c in criteria}
+    assert preserve["init-board"] is True and preserve["task-1-the-notes-list-is-there"] is False
+    assert not any(c["text"].endswith((webbench.PASSES_ALREADY, webbench.FAILS_ALREADY)) for c in criteria)
