@@ -51,14 +51,15 @@ def test_object_storage_exchanges_one_stage_marker_last(tmp_path, s3):
     (trial / "evals" / "e1").mkdir(parents=True)
     (trial / "patch.diff").write_text("diff")
     (trial / "solve.json").write_text("{}")
+    (trial / "trajectory.jsonl").write_text("{}\n")  # sorts after the marker
     (trial / ".solve.lock").write_text("")
     (trial / "evals" / "e1" / "evaluation.json").write_text("{}")
     written: list[str] = []
     pipe = store.fs.pipe_file  # the real upload, its order noted (a bucket keeps no order of writes)
     store.fs.pipe_file = lambda path, data: (written.append(path.rsplit("/", 1)[-1]), pipe(path, data))
     store.push(trial, last="solve.json", skip=("evals",))
-    assert written == ["patch.diff", "solve.json"]  # no lock file, no evaluation, the marker last
-    assert s3_keys(s3) == ["store/trials/abc/patch.diff", "store/trials/abc/solve.json"]  # what the bucket holds
+    assert written == ["patch.diff", "trajectory.jsonl", "solve.json"]  # no lock, no evaluation, the marker last
+    assert s3_keys(s3) == [f"store/trials/abc/{n}" for n in ("patch.diff", "solve.json", "trajectory.jsonl")]
     other = Store(f"s3://{S3_BUCKET}/store", staging=tmp_path / "node-b")  # another node's view
     folder = other.trial_dir("abc")
     other.pull(folder, ["solve.json", "patch.diff"])
@@ -70,7 +71,7 @@ def test_object_storage_exchanges_one_stage_marker_last(tmp_path, s3):
     assert other.read_bytes("trials/abc/patch.diff") == b"diff" and other.read_bytes("trials/none") is None
     assert other.glob("trials/*/solve.json") == ["trials/abc/solve.json"]
     other.delete("trials/abc/patch.diff")
-    assert s3_keys(s3) == ["store/trials/abc/solve.json"]
+    assert s3_keys(s3) == ["store/trials/abc/solve.json", "store/trials/abc/trajectory.jsonl"]
 
 
 @pytest.mark.ray
@@ -101,7 +102,7 @@ def test_a_remote_stage_lock_queues_on_the_runs_lock_actor(ray_instance, s3, tmp
 
         assert await locks.acquire.remote(name, "other-worker")
         task = asyncio.create_task(stage())
-        while (await locks.stats.remote())["longest_silence"] == 0:  # asked at least twice, refused each time
+        while not entered.is_set() and (await locks.stats.remote())["longest_silence"] == 0:  # asked twice
             await asyncio.sleep(0.05)
         seen["entered while held elsewhere"] = entered.is_set()
         await locks.release.remote(name, "other-worker")
