@@ -478,12 +478,14 @@ def test_a_worker_killed_mid_call_loses_no_slot_and_no_lock(ray_instance, s3, tm
 
 @pytest.mark.ray
 @pytest.mark.parametrize("death", ["SIGKILL", "ray.kill"])
-def test_a_dead_workers_stage_lock_goes_to_the_next_acquirer(death, ray_instance, s3, tmp_path, short_leases):
+def test_a_dead_workers_stage_lock_goes_to_the_next_acquirer(death, ray_instance, s3, tmp_path, short_leases, caplog):
     """A real trial worker (``TrialWorker``, as the pool starts it: its holder name, the run's lock actor, its
     renewal thread) takes a stage lock on the s3:// store — the lock actor's and the lock object in the bucket
     — and dies with it, its process SIGKILLed or its actor killed. No pool is there to declare it dead: its
     leases alone free it. While it lives it keeps the lock through two whole leases with this process waiting;
-    once dead, the waiter gets both locks."""
+    once dead, the waiter gets both locks, the lock object by taking it over from a silent holder."""
+    import logging
+
     import ray
 
     from codesign.execute.ray_pool import StageLocks, TrialWorker, _ActorLocks
@@ -545,6 +547,7 @@ def test_a_dead_workers_stage_lock_goes_to_the_next_acquirer(death, ray_instance
         await asyncio.wait_for(waiter, 120)
         return seen
 
+    caplog.set_level(logging.WARNING, logger="codesign.object_lock")
     use_lock_service(_ActorLocks(locks, leases.holder()))  # this process is the next worker, renewing as one
     leases.renewals().add("test stage locks", leases.renew_with_actor(locks, leases.holder(), "stage locks"))
     try:
@@ -560,3 +563,5 @@ def test_a_dead_workers_stage_lock_goes_to_the_next_acquirer(death, ray_instance
     assert seen["actor"] == {name: leases.holder()} and seen["object"] == leases.holder()
     assert released is False and standing == "lapsed"  # freed by its silence, not by a pool that saw it die
     assert not fs.exists(name)  # and released by the next acquirer in turn
+    took_over = [r.getMessage() for r in caplog.records if "took over" in r.getMessage()]
+    assert len(took_over) == 1 and doomed_holder[:12] in took_over[0] and "silent for 4 s" in took_over[0], took_over
