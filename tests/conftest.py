@@ -84,6 +84,40 @@ def ray_instance() -> Iterator[None]:
     ray.shutdown()
 
 
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """One moto S3 server on loopback for the session (its URL): the object store of every store test."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+S3_BUCKET = "codesign-test"
+
+
+@pytest.fixture
+def s3(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The session's S3 server emptied, with one bucket (``S3_BUCKET``); its settings in this process's
+    environment (and returned, for subprocesses and Ray workers)."""
+    import boto3
+    import requests
+    import s3fs
+
+    env = {"AWS_ENDPOINT_URL": s3_server, "AWS_ACCESS_KEY_ID": "codesign-test",
+           "AWS_SECRET_ACCESS_KEY": "codesign-test-secret", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    requests.post(s3_server + "/moto-api/reset", timeout=30)  # one test's buckets never leak into the next
+    s3fs.S3FileSystem.clear_instance_cache()  # fsspec caches filesystems by arguments, not by endpoint
+    boto3.client("s3", endpoint_url=s3_server).create_bucket(Bucket=S3_BUCKET)
+    yield env
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
 @pytest.fixture
 def node_cache() -> Path:
     """Installed node_modules are shared across tests and runs, like in real use."""

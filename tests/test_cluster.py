@@ -82,17 +82,6 @@ def test_a_grid_spreads_over_two_nodes_and_survives_losing_one(two_nodes, tmp_pa
     assert len(solved) == tasks["trial_key"].n_unique() == 10
 
 
-@pytest.fixture
-def s3_server() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
-
 def test_a_store_on_object_storage_needs_no_shared_disk(two_nodes, tmp_path, s3_server, node_cache):
     """The workers get the S3 settings and secret by name from the driver (the nodes were started without
     them), write the store's files to the bucket, and nothing but the run's outputs lands on the driver's disk."""

@@ -22,11 +22,11 @@ import pytest
 from codesign import leases
 from codesign.solve.models.limits import ACTOR_PREFIX, EndpointSlots, endpoint_key, endpoint_slot, endpoint_slot_async
 from codesign.testing.model_server import Reply, ScriptedModelServer
+from tests.conftest import S3_BUCKET as BUCKET
 from tests.helpers import REPO
 from tests.test_judge import KEY_ENV, make_task
 
 EDIT = '<edit path="index.html"><search>Come again soon</search><replace>Thanks for visiting</replace></edit>'
-BUCKET = "codesign-leases"
 
 
 @pytest.fixture
@@ -36,30 +36,6 @@ def short_leases() -> Iterator[float]:
     leases.set_lease_seconds(4.0)
     yield 4.0
     leases.set_lease_seconds(None)
-
-
-@pytest.fixture
-def s3(monkeypatch) -> Iterator[dict[str, str]]:
-    """A moto S3 server on loopback with one bucket; its settings in this process's environment (and returned,
-    for subprocesses)."""
-    import boto3
-    import requests
-    import s3fs
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "codesign-test",
-           "AWS_SECRET_ACCESS_KEY": "codesign-test-secret", "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    requests.post(env["AWS_ENDPOINT_URL"] + "/moto-api/reset", timeout=30)  # moto's state is per process, not server
-    s3fs.S3FileSystem.clear_instance_cache()  # fsspec caches filesystems by arguments, not by endpoint
-    boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"]).create_bucket(Bucket=BUCKET)
-    yield env
-    s3fs.S3FileSystem.clear_instance_cache()
-    server.stop()
 
 
 def s3_keys(env: dict[str, str]) -> list[str]:
@@ -499,3 +475,97 @@ def test_a_worker_killed_mid_call_loses_no_slot_and_no_lock(ray_instance, s3, tm
     assert tracked["calls"] == 5 and tracked["peak"] == 1  # one call at a time, before and after the kill
     keys = s3_keys(s3)
     assert sum(k.endswith("/solve.json") for k in keys) == 4 and not [k for k in keys if k.endswith(".lock")]
+
+
+# --- a dead worker's stage locks --------------------------------------------------------------------------------
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("death", ["SIGKILL", "ray.kill"])
+def test_a_dead_workers_stage_lock_goes_to_the_next_acquirer(death, ray_instance, s3, tmp_path, short_leases, caplog):
+    """A real trial worker (``TrialWorker``, as the pool starts it: its holder name, the run's lock actor, its
+    renewal thread) takes a stage lock on the s3:// store — the lock actor's and the lock object in the bucket
+    — and dies with it, its process SIGKILLed or its actor killed. No pool is there to declare it dead: its
+    leases alone free it. While it lives it keeps the lock through two whole leases with this process waiting;
+    once dead, the waiter gets both locks, the lock object by taking it over from a silent holder."""
+    import logging
+
+    import ray
+
+    from codesign.execute.ray_pool import StageLocks, TrialWorker, _ActorLocks
+    from codesign.store import Store, stage_lock, use_lock_service
+
+    class DoomedWorker(TrialWorker):
+        """A trial worker that holds one stage lock until it dies."""
+
+        async def hold(self, store_uri: str, staging: str) -> None:
+            store = Store(store_uri, staging=staging)
+            async with stage_lock(store.trial_dir("k") / ".solve.lock", store):
+                self.inside = True
+                await asyncio.Event().wait()
+
+        async def holding(self) -> bool:
+            return getattr(self, "inside", False)
+
+        async def pid(self) -> int:
+            return os.getpid()
+
+    store = Store(f"s3://{BUCKET}/store", staging=tmp_path / "driver")
+    path = store.trial_dir("k") / ".solve.lock"
+    name = store._remote(path)
+    fs = fresh_fs()
+    locks = ray.remote(StageLocks).options(max_concurrency=100).remote(short_leases)
+    doomed_holder = "doomed-worker-" + death
+    worker = ray.remote(DoomedWorker).options(num_cpus=0, runtime_env={"env_vars": s3})
+    worker = worker.remote(None, 2, None, locks, doomed_holder, short_leases)
+
+    def beat() -> int:
+        return json.loads(fs.cat_file(name))["beat"]
+
+    async def scenario() -> dict[str, object]:
+        seen: dict[str, object] = {}
+        held_ref = worker.hold.remote(store.uri, str(tmp_path / "worker"))
+        while not await worker.holding.remote():
+            await asyncio.sleep(0.05)
+        pid = await worker.pid.remote()
+        got = asyncio.Event()
+
+        async def next_acquirer() -> None:
+            async with stage_lock(path, store):
+                got.set()
+                seen["actor"] = (await locks.stats.remote())["held"]
+                seen["object"] = json.loads(await asyncio.to_thread(fs.cat_file, name))["holder"]
+
+        waiter = asyncio.create_task(next_acquirer())
+        start = await asyncio.to_thread(beat)
+        while await asyncio.to_thread(beat) < start + 2 * leases.RENEWALS_PER_LEASE:  # two leases of renewals
+            assert not got.is_set(), "a live holder's lock was taken"
+            await asyncio.sleep(0.05)
+        seen["kept while alive"] = (await locks.stats.remote())["held"]
+        if death == "SIGKILL":
+            os.kill(pid, signal.SIGKILL)
+        else:
+            ray.kill(worker)
+        with pytest.raises(ray.exceptions.RayActorError):
+            await held_ref  # it is dead, and released nothing
+        await asyncio.wait_for(waiter, 120)
+        return seen
+
+    caplog.set_level(logging.WARNING, logger="codesign.object_lock")
+    use_lock_service(_ActorLocks(locks, leases.holder()))  # this process is the next worker, renewing as one
+    leases.renewals().add("test stage locks", leases.renew_with_actor(locks, leases.holder(), "stage locks"))
+    try:
+        seen = asyncio.run(scenario())
+        released = ray.get(locks.released.remote(doomed_holder))
+        standing = ray.get(locks.renew.remote(doomed_holder))  # as a late renewal of the dead would be answered
+    finally:
+        leases.renewals().discard("test stage locks")
+        use_lock_service(None)
+        ray.kill(locks)
+        ray.kill(worker)
+    assert seen["kept while alive"] == {name: doomed_holder}
+    assert seen["actor"] == {name: leases.holder()} and seen["object"] == leases.holder()
+    assert released is False and standing == "lapsed"  # freed by its silence, not by a pool that saw it die
+    assert not fs.exists(name)  # and released by the next acquirer in turn
+    took_over = [r.getMessage() for r in caplog.records if "took over" in r.getMessage()]
+    assert len(took_over) == 1 and doomed_holder[:12] in took_over[0] and "silent for 4 s" in took_over[0], took_over

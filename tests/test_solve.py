@@ -1,19 +1,19 @@
-"""Solving: the native harness loop, offline models, caps and what the solver can see."""
+"""Solving: the native harness loop, offline models, caps and what the solver can see. Models other than the
+offline ones are real litellm calls over HTTP to the scripted model server on loopback."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from codesign._protocols import ModelReply
-from codesign._types import Usage
 from codesign.sandbox.workspace import apply_patch, copy_tree
 from codesign.solve.run import solve_task
 from codesign.tasks.loader import load_task
+from codesign.testing.model_server import Policy, Reply, ScriptedModelServer, ToolCall, script
 from tests.conftest import SUITE
 
 HARNESS = {"_target_": "codesign.solve.harnesses.native.NativeHarness"}
@@ -28,33 +28,32 @@ def configs(model: dict[str, Any], max_turns: int = 120) -> dict[str, Any]:
     return {"model": model, "harness": HARNESS, "regime": regime(max_turns), "sandbox": SANDBOX}
 
 
-def shell_call(command: str, i: int = 1) -> dict[str, Any]:
-    return {
-        "id": f"call_{i}",
-        "type": "function",
-        "function": {"name": "shell", "arguments": json.dumps({"command": command})},
-    }
+KEY_ENV = "CODESIGN_SOLVE_TEST_KEY"
 
 
-@dataclass
-class ScriptedModel:
-    """Replays scripted assistant messages and keeps what it was shown."""
+@pytest.fixture
+def served(monkeypatch) -> Iterator[Callable[[Policy], tuple[dict[str, Any], ScriptedModelServer]]]:
+    """The scripted model server over real HTTP, reached through litellm as a provider would be: ``served(policy)``
+    starts it and returns the model's config (priced at 50 / 100 USD per million tokens, never retried) and
+    the server (what it was sent)."""
+    monkeypatch.setenv(KEY_ENV, "sk-solve-test")
+    servers: list[ScriptedModelServer] = []
 
-    replies: list[dict[str, Any]]
-    name: str = "scripted"
-    seen: list[list[dict[str, Any]]] = field(default_factory=list)
+    def serve(policy: Policy) -> tuple[dict[str, Any], ScriptedModelServer]:
+        server = ScriptedModelServer(policy).start()
+        servers.append(server)
+        model = {"_target_": "codesign.solve.models.litellm_model.LitellmModel", "name": "scripted",
+                 "model": "openai/scripted", "api_base": server.openai_base, "api_key_env": KEY_ENV,
+                 "input_cost_per_mtok": 50.0, "output_cost_per_mtok": 100.0, "max_retries": 0}  # fmt: skip
+        return model, server
 
-    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
-        self.seen.append(json.loads(json.dumps(messages)))
-        reply = self.replies[min(len(self.seen), len(self.replies)) - 1]
-        return ModelReply({"role": "assistant", **reply}, Usage(10, 5), 0.001, "provider")
+    yield serve
+    for server in servers:
+        server.stop()
 
 
-SCRIPTED: dict[str, ScriptedModel] = {}
-
-
-def scripted(key: str) -> ScriptedModel:
-    return SCRIPTED[key]
+def shell(command: str) -> ToolCall:
+    return ToolCall("shell", {"command": command})
 
 
 def test_oracle_reproduces_the_reference_patch(tmp_path, node_cache):
@@ -85,75 +84,62 @@ def test_noop_changes_nothing(tmp_path, node_cache):
     assert result.patch == "" and result.telemetry.exit_status == "submitted" and result.telemetry.turns == 1
 
 
-def test_solver_never_sees_criteria_or_reference(tmp_path, node_cache):
+def test_solver_never_sees_criteria_or_reference(tmp_path, node_cache, served):
     task = load_task(SUITE / "me-expense-receipt-pdf")
     look = "find . -type f | sort; echo ===; cat $(find . -type f -name '*.yaml' -o -name '*.patch') 2>/dev/null"
-    SCRIPTED["spy"] = model = ScriptedModel([{"content": None, "tool_calls": [shell_call(look)]}, {"content": "done"}])
-    result = solve_task(
-        task, configs({"_target_": "tests.test_solve.scripted", "key": "spy"}), tmp_path / "t", node_cache
-    )
+    model, server = served(script([Reply(tool_calls=[shell(look)]), Reply("done")]))
+    result = solve_task(task, configs(model), tmp_path / "t", node_cache)
     assert result.telemetry.exit_status == "submitted"
-    listing = model.seen[1][-1]["content"]
+    seen = [r.messages for r in server.requests]
+    assert len(seen) == 2
+    listing = seen[1][-1]["content"]
     assert "./index.html" in listing and "./_attachments/hotel-receipt.pdf" in listing
     assert "criteria" not in listing and "solution" not in listing
-    everything_shown = json.dumps(model.seen)
+    everything_shown = json.dumps(seen)
     for c in task.criteria:
         assert c.text not in everything_shown
-    assert "HV-20931" not in json.dumps(model.seen[0])  # the answer is in the PDF, not the prompt
+    assert "HV-20931" not in json.dumps(seen[0])  # the answer is in the PDF, not the prompt
 
 
-def test_turn_cap_ends_the_solve(tmp_path, node_cache):
+def test_turn_cap_ends_the_solve(tmp_path, node_cache, served):
     task = load_task(SUITE / "me-bakery-header-mockup")
-    SCRIPTED["loop"] = ScriptedModel([{"content": None, "tool_calls": [shell_call("echo again")]}])
-    result = solve_task(
-        task, configs({"_target_": "tests.test_solve.scripted", "key": "loop"}, max_turns=3), tmp_path / "t", node_cache
-    )
+    model, server = served(lambda req: Reply(tool_calls=[shell("echo again")], input_tokens=10, output_tokens=5))
+    result = solve_task(task, configs(model, max_turns=3), tmp_path / "t", node_cache)
     t = result.telemetry
     assert t.exit_status == "turn_cap" and t.turns == 3 and t.tool_calls == {"shell": 3}
-    assert t.input_tokens == 30 and t.output_tokens == 15 and abs(t.cost_usd - 0.003) < 1e-9
+    assert len(server.requests) == 3 and server.usage()["input_tokens"] == 30
+    assert t.input_tokens == 30 and t.output_tokens == 15 and abs(t.cost_usd - 0.003) < 1e-9  # 10·50 + 5·100 per M
+    assert t.cost_source == "config"
 
 
-def test_unusable_tool_calls_end_as_agent_error(tmp_path, node_cache):
+def test_unusable_tool_calls_end_as_agent_error(tmp_path, node_cache, served):
     task = load_task(SUITE / "me-bakery-header-mockup")
-    bad = {"id": "c", "type": "function", "function": {"name": "shell", "arguments": "{not json"}}
-    SCRIPTED["bad"] = ScriptedModel([{"content": None, "tool_calls": [bad]}])
-    result = solve_task(
-        task, configs({"_target_": "tests.test_solve.scripted", "key": "bad"}), tmp_path / "t", node_cache
-    )
+    model, server = served(lambda req: Reply(tool_calls=[ToolCall("shell", {}, raw_arguments="{not json")]))
+    result = solve_task(task, configs(model), tmp_path / "t", node_cache)
     assert result.telemetry.exit_status == "agent_error" and result.telemetry.turns == 3
+    assert len(server.requests) == 3
+    told = server.requests[1].messages[-1]  # the model was told, over the wire, why its call could not be read
+    assert told["role"] == "tool" and told["content"].startswith("error: Expecting property name"), told
 
 
-def test_edit_tools_change_the_workspace(tmp_path, node_cache):
+def test_edit_tools_change_the_workspace(tmp_path, node_cache, served):
     task = load_task(SUITE / "me-bakery-header-mockup")
-    edit = {
-        "id": "e",
-        "type": "function",
-        "function": {
-            "name": "edit_file",
-            "arguments": json.dumps(
-                {"path": "index.html", "old_text": "Baked before sunrise", "new_text": "Baked at dawn"}
-            ),
-        },
-    }
-    write = {
-        "id": "w",
-        "type": "function",
-        "function": {"name": "write_file", "arguments": json.dumps({"path": "notes.txt", "content": "hello\n"})},
-    }
-    SCRIPTED["edit"] = ScriptedModel([{"content": None, "tool_calls": [edit, write]}, {"content": "ok"}])
-    result = solve_task(
-        task, configs({"_target_": "tests.test_solve.scripted", "key": "edit"}), tmp_path / "t", node_cache
-    )
+    change = {"path": "index.html", "old_text": "Baked before sunrise", "new_text": "Baked at dawn"}
+    edit = ToolCall("edit_file", change)
+    write = ToolCall("write_file", {"path": "notes.txt", "content": "hello\n"})
+    model, _ = served(script([Reply(tool_calls=[edit, write]), Reply("ok")]))
+    result = solve_task(task, configs(model), tmp_path / "t", node_cache)
     assert "+    <h2>Baked at dawn</h2>" in result.patch and "+hello" in result.patch
     assert result.telemetry.tool_calls == {"edit": 2}
 
 
-def test_a_crashing_model_is_an_infrastructure_outcome(tmp_path, node_cache):
+def test_a_crashing_model_is_an_infrastructure_outcome(tmp_path, node_cache, served):
+    """The endpoint refuses the call (404: no such model): the solve ends as infrastructure, the reason kept."""
     task = load_task(SUITE / "me-bakery-header-mockup")
-    result = solve_task(
-        task, configs({"_target_": "tests.test_solve.scripted", "key": "does-not-exist"}), tmp_path / "t", node_cache
-    )
+    model, server = served(lambda req: Reply(status=404, content="the model does-not-exist is not served here"))
+    result = solve_task(task, configs(model), tmp_path / "t", node_cache)
     assert result.telemetry.exit_status == "infra_error" and "does-not-exist" in result.telemetry.message
+    assert len(server.requests) == 1 and result.patch == ""
     assert Path(tmp_path / "t" / "trajectory.jsonl").is_file()
 
 

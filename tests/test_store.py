@@ -5,43 +5,62 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import os
+import subprocess
+import sys
 import tarfile
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
 from codesign.errors import ConfigError
 from codesign.store import Store, is_remote, stage_lock
 from codesign.tasks.archive import pack, unpack
+from tests.conftest import S3_BUCKET
 from tests.helpers import REPO
 
 SUITE = REPO / "codesign" / "suite"
 
 
-def test_uris_name_local_folders_or_object_storage(tmp_path):
+def s3_keys(env: dict[str, str]) -> list[str]:
+    """The bucket's keys as an independent client lists them."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
+    return sorted(o["Key"] for o in client.list_objects_v2(Bucket=S3_BUCKET).get("Contents", []))
+
+
+def test_uris_name_local_folders_or_object_storage(tmp_path, s3):
     assert not is_remote("outputs/store") and not is_remote(f"file://{tmp_path}") and is_remote("s3://b/p")
     assert Store(f"file://{tmp_path}/s").root == tmp_path / "s"
-    assert Store("memory://bucket/store", staging=tmp_path / "stage").remote
+    store = Store(f"s3://{S3_BUCKET}/store", staging=tmp_path / "stage")
+    assert store.remote and store.root.is_relative_to(tmp_path / "stage")
     with pytest.raises(ConfigError, match=r"not installed|not understood") as err:
         Store("nosuchfs://bucket/x")
     assert "pip install" in err.value.hint or "s3://" in err.value.hint
 
 
-def test_object_storage_exchanges_one_stage_marker_last(tmp_path):
-    """fsspec's in-memory filesystem stands in for a bucket: a stage's files go up with the marker last, a
-    node's stale copy of a marker the store lacks is removed, and reads need no local file."""
-    store = Store("memory://codesign-test/store", staging=tmp_path / "node-a")
+def test_object_storage_exchanges_one_stage_marker_last(tmp_path, s3):
+    """Two nodes' views of one bucket (moto on loopback): a stage's files go up with the marker last, a node's
+    stale copy of a marker the store lacks is removed, and reads need no local file."""
+    store = Store(f"s3://{S3_BUCKET}/store", staging=tmp_path / "node-a")
     trial = store.trial_dir("abc")
     (trial / "evals" / "e1").mkdir(parents=True)
     (trial / "patch.diff").write_text("diff")
     (trial / "solve.json").write_text("{}")
+    (trial / "trajectory.jsonl").write_text("{}\n")  # sorts after the marker
     (trial / ".solve.lock").write_text("")
     (trial / "evals" / "e1" / "evaluation.json").write_text("{}")
     written: list[str] = []
-    pipe = store.fs.pipe_file
+    pipe = store.fs.pipe_file  # the real upload, its order noted (a bucket keeps no order of writes)
     store.fs.pipe_file = lambda path, data: (written.append(path.rsplit("/", 1)[-1]), pipe(path, data))
     store.push(trial, last="solve.json", skip=("evals",))
-    assert written == ["patch.diff", "solve.json"]  # no lock file, no evaluation, the marker last
-    other = Store("memory://codesign-test/store", staging=tmp_path / "node-b")  # another node's view
+    assert written == ["patch.diff", "trajectory.jsonl", "solve.json"]  # no lock, no evaluation, the marker last
+    assert s3_keys(s3) == [f"store/trials/abc/{n}" for n in ("patch.diff", "solve.json", "trajectory.jsonl")]
+    other = Store(f"s3://{S3_BUCKET}/store", staging=tmp_path / "node-b")  # another node's view
     folder = other.trial_dir("abc")
     other.pull(folder, ["solve.json", "patch.diff"])
     assert (folder / "patch.diff").read_text() == "diff"
@@ -50,33 +69,60 @@ def test_object_storage_exchanges_one_stage_marker_last(tmp_path):
     other.pull(folder / "evals" / "e1", ["evaluation.json"])
     assert not (folder / "evals" / "e1" / "evaluation.json").exists()
     assert other.read_bytes("trials/abc/patch.diff") == b"diff" and other.read_bytes("trials/none") is None
+    assert other.glob("trials/*/solve.json") == ["trials/abc/solve.json"]
+    other.delete("trials/abc/patch.diff")
+    assert s3_keys(s3) == ["store/trials/abc/solve.json", "store/trials/abc/trajectory.jsonl"]
 
 
-def test_a_remote_stage_lock_uses_the_runs_lock_service(tmp_path):
+@pytest.mark.ray
+@pytest.mark.parametrize("scheme", ["s3", "memory"])
+def test_a_remote_stage_lock_queues_on_the_runs_lock_actor(scheme, ray_instance, s3, tmp_path):
+    """The run's real ``StageLocks`` actor as the lock service: while another worker of the run holds a stage's
+    lock there, a stage lock on the remote store waits (polling the actor); once it is released, the stage runs
+    holding the actor's lock — on s3:// the lock object in the bucket too; on a store without conditional
+    writes (fsspec's memory://, as gs:// would be) the actor's lock alone — and gives back what it held."""
+    import ray
+
+    from codesign import leases
+    from codesign.execute.ray_pool import StageLocks, _ActorLocks
     from codesign.store import use_lock_service
 
-    taken: list[str] = []
+    store = Store(f"{scheme}://{S3_BUCKET}/locks-{tmp_path.name}", staging=tmp_path)
+    path = store.trial_dir("k") / ".solve.lock"
+    name = store._remote(path)
+    locks = ray.remote(StageLocks).options(max_concurrency=100).remote(3600)
 
-    class Service:
-        async def acquire(self, name: str) -> None:
-            taken.append("acquire " + name)
+    async def scenario() -> dict[str, object]:
+        seen: dict[str, object] = {}
+        entered = asyncio.Event()
 
-        async def release(self, name: str) -> None:
-            taken.append("release " + name)
+        async def stage() -> None:
+            async with stage_lock(path, store):
+                entered.set()
+                seen["held"] = (await locks.stats.remote())["held"]
+                if await asyncio.to_thread(store.fs.exists, name):
+                    seen["object"] = json.loads(await asyncio.to_thread(store.fs.cat_file, name))["holder"]
 
-    store = Store("memory://codesign-test/locks", staging=tmp_path)
-    use_lock_service(Service())
+        assert await locks.acquire.remote(name, "other-worker")
+        task = asyncio.create_task(stage())
+        while not entered.is_set() and (await locks.stats.remote())["longest_silence"] == 0:  # asked twice
+            await asyncio.sleep(0.05)
+        seen["entered while held elsewhere"] = entered.is_set()
+        await locks.release.remote(name, "other-worker")
+        await asyncio.wait_for(task, 120)
+        seen["after"] = (await locks.stats.remote())["held"]
+        return seen
+
+    use_lock_service(_ActorLocks(locks, leases.holder()))
     try:
-
-        async def hold() -> None:
-            async with stage_lock(store.trial_dir("k") / ".solve.lock", store):
-                taken.append("work")
-
-        asyncio.run(hold())
+        seen = asyncio.run(scenario())
     finally:
         use_lock_service(None)
-    assert taken == ["acquire /codesign-test/locks/trials/k/.solve.lock", "work",
-                     "release /codesign-test/locks/trials/k/.solve.lock"]  # fmt: skip
+        ray.kill(locks)
+    assert seen["entered while held elsewhere"] is False
+    assert seen["held"] == {name: leases.holder()}
+    assert seen.get("object") == (leases.holder() if scheme == "s3" else None)
+    assert seen["after"] == {} and not [k for k in s3_keys(s3) if k.endswith(".lock")]  # all given back
 
 
 def test_a_task_travels_by_content_without_generated_folders(tmp_path):
@@ -166,3 +212,97 @@ def test_an_archive_that_escapes_its_folder_is_refused_without_tar_filters(tmp_p
             _refuse_unsafe(tar)
     with tarfile.open(fileobj=io.BytesIO(pack(SUITE / "me-bakery-header-mockup"))) as tar:
         _refuse_unsafe(tar)  # a real task passes
+
+
+# --- two writers on one s3:// store ----------------------------------------------------------------------------
+
+EDIT = '<edit path="index.html"><search>Come again soon</search><replace>Thanks for visiting</replace></edit>'
+
+
+def _solve_on_s3(folder: Path, env: dict[str, str], suite: Path, api_base: str, seeds: str) -> subprocess.Popen:
+    """``python -m codesign`` solving ``seeds`` of the suite on the s3:// store (executor=inline: its only
+    exclusion from another command is the store's lock objects)."""
+    from tests.test_judge import KEY_ENV
+
+    folder.mkdir()
+    command = [sys.executable, "-m", "codesign", "model=litellm", "model.name=scripted", "model.model=openai/scripted",
+               f"model.api_base={api_base}", f"model.api_key_env={KEY_ENV}", "regime=single_shot",
+               "stages.evaluate=false", "tasks=all", f"tasks.root={suite}", f"seeds={seeds}", "executor=inline",
+               "tracker=none", f"store.root=s3://{S3_BUCKET}/store", f"hydra.run.dir={folder / 'run'}"]  # fmt: skip
+    return subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_two_commands_writing_one_s3_store_at_once_solve_each_trial_once(s3, tmp_path):
+    """Two commands on one bucket at the same time, over grids that overlap (seeds 0-2 and 1-3): each writes
+    the trials only it has, and of the two shared ones each is solved by whichever takes its lock first while
+    the other waits and reuses it. Every model call is held until both commands are in (one waits for a lock
+    the other holds): 4 calls in all, from both processes, 4 whole results in the bucket, and both commands'
+    tables agree on them."""
+    import polars as pl
+    import psutil
+
+    from codesign.testing.model_server import Reply, ScriptedModelServer
+    from tests.test_judge import KEY_ENV, make_task
+
+    suite = make_task(tmp_path / "suite")
+    someone_waits = threading.Event()
+    guard = threading.Lock()
+    callers: list[int] = []
+
+    def policy(req) -> Reply:
+        caller = next(c.pid for c in psutil.net_connections("tcp") if c.laddr and tuple(c.laddr) == req.peer)
+        with guard:
+            callers.append(caller)
+        # Held until a command waits on the other's lock (or, were there no exclusion, both solve every key).
+        deadline = time.monotonic() + 240
+        while not someone_waits.is_set() and len(callers) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return Reply(EDIT)
+
+    def on_line(line: str) -> None:
+        if "waiting for the solve" in line:
+            someone_waits.set()
+
+    with ScriptedModelServer(policy) as server:
+        env = {**os.environ, **s3, KEY_ENV: "sk-test"}
+        procs = {name: _solve_on_s3(tmp_path / name, env, suite, server.openai_base, seeds)
+                 for name, seeds in (("a", "[0,1,2]"), ("b", "[1,2,3]"))}  # fmt: skip
+        outputs = {name: _stream(p, on_line) for name, p in procs.items()}
+        codes = [p.wait(timeout=600) for p in procs.values()]
+        for reader, _ in outputs.values():
+            reader.join(60)
+    logs = {name: "".join(lines) for name, (_, lines) in outputs.items()}
+    assert codes == [0, 0], logs
+    assert someone_waits.is_set(), logs  # the two really met on a key
+    assert len(callers) == 4, logs  # each of the 4 trials solved once
+    assert set(callers) == {procs["a"].pid, procs["b"].pid}  # by both writers
+    tables = {n: pl.read_parquet(tmp_path / n / "run" / "tasks.parquet").sort("seed") for n in ("a", "b")}
+    assert [t.height for t in tables.values()] == [3, 3]
+    assert all(set(t["status"]) == {"solved"} for t in tables.values())
+    shared = [tables[n].filter(pl.col("seed").is_in(["1", "2"]))["trial_key"].to_list() for n in ("a", "b")]
+    assert shared[0] == shared[1]  # one key per trial, whoever solved it
+    keys = set(tables["a"]["trial_key"]) | set(tables["b"]["trial_key"])
+    assert len(keys) == 4
+    stored = s3_keys(s3)
+    assert not [k for k in stored if k.endswith(".lock")]  # every lock object released
+    assert sorted(k.split("/")[2] for k in stored if k.endswith("/solve.json")) == sorted(keys)
+    store = Store(f"s3://{S3_BUCKET}/store", staging=tmp_path / "reader")
+    for key in keys:  # whole results: the marker parses, the patch is the one the model wrote
+        solve = json.loads(store.read_bytes(f"trials/{key}/solve.json") or b"")
+        assert solve["telemetry"]["exit_status"] == "submitted", solve
+        patch = (store.read_bytes(f"trials/{key}/patch.diff") or b"").decode()
+        assert '+<p class="note">Thanks for visiting</p>' in patch, patch
+
+
+def _stream(proc: subprocess.Popen, on_line) -> tuple[threading.Thread, list[str]]:
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            on_line(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader, lines
