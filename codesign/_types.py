@@ -96,6 +96,10 @@ def weaker_cost_source(current: str, new: str) -> str:
     return new if rank.get(new, len(COST_SOURCES)) > rank.get(current, len(COST_SOURCES)) else current
 
 
+# The tool families telemetry counts (the paper's appendix G), the same for every harness.
+TOOL_KINDS = ("edit", "shell", "read", "attachment", "screenshot", "media", "other")
+
+
 @dataclass
 class Telemetry:
     """Per-trial effort. Same schema for every harness."""
@@ -118,6 +122,28 @@ class Telemetry:
 
     def count_tool(self, kind: str) -> None:
         self.tool_calls[kind] = self.tool_calls.get(kind, 0) + 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The caps of one solve (the regime's)."""
+
+    max_turns: int = 120
+    max_wall_s: float = 3 * 3600.0
+    max_cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """Everything a solver may see. Criteria and the reference solution are deliberately absent."""
+
+    id: str
+    track: str
+    title: str
+    request: str
+    history: list[dict]
+    attachments: list[dict]  # {path (absolute), name, modality, description}
+    routes: list[str]
 
 
 @dataclass

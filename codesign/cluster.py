@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from codesign.errors import CodesignError, EnvironmentSetupError
-from codesign.execute.ray_pool import BROWSER
+from codesign.execute.ray_connect import BROWSER
 
 
 def default_browsers() -> int:

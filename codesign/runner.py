@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from codesign._types import TrialRecord, TrialStatus
 from codesign.build import build, preflight
+from codesign.config import plain_dict
 from codesign.errors import ConfigError, NothingRan
 from codesign.execute import Budget
 from codesign.sandbox import scratch
@@ -73,18 +74,17 @@ def cell_of(cfg: DictConfig) -> dict[str, str]:
 
 
 def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str = "") -> list[TrialSpec]:
-    plain = lambda key: OmegaConf.to_container(cfg[key], resolve=True)  # noqa: E731
     uses_harness = getattr(get_class(cfg.regime._target_), "uses_harness", True)
     cell = cell_of(cfg)
     return [
         TrialSpec(
             task_dir=str(path),
             task_id=task_id,
-            model=plain("model"),
-            harness=plain("harness") if uses_harness else {},  # not part of a single-shot solve's key
-            regime=plain("regime"),
-            sandbox=plain("sandbox"),
-            evaluator=plain("evaluator"),
+            model=plain_dict(cfg.model),
+            harness=plain_dict(cfg.harness) if uses_harness else {},  # not part of a single-shot solve's key
+            regime=plain_dict(cfg.regime),
+            sandbox=plain_dict(cfg.sandbox),
+            evaluator=plain_dict(cfg.evaluator),
             seed=int(seed),
             store_root=store_uri(cfg.store.root),
             node_cache=cfg.paths.node_cache,

@@ -191,7 +191,7 @@ def open_filesystem(uri: str) -> tuple[Any, str]:
 
 class LockService(Protocol):
     """Exclusive locks by name across every process of one run (on Ray: the ``StageLocks`` actor, see
-    ``codesign.execute.ray_pool``), held under leases; with object storage, which has no file locks."""
+    ``codesign.execute.ray_actors``), held under leases; with object storage, which has no file locks."""
 
     async def acquire(self, name: str) -> None: ...
 

@@ -8,7 +8,7 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from codesign._types import (
     CriterionVerdict,
@@ -87,10 +87,10 @@ def _labels(task: Task) -> dict[str, Any]:
     }
 
 
-def _reusable(stored: dict[str, Any] | None, spec: TrialSpec) -> bool:
+def _reusable(stored: dict[str, Any] | None, spec: TrialSpec) -> TypeGuard[dict[str, Any]]:
     """A stored stage is used when reuse is on, or when this very command wrote it (``store.reuse=false``
     re-runs everything once, and the cells of one run still share what it produced)."""
-    return stored is not None and (spec.reuse or stored.get("run_id") == spec.run_id)
+    return stored is not None and (bool(spec.reuse) or stored.get("run_id") == spec.run_id)
 
 
 def _evaluation_from(d: dict[str, Any]) -> Evaluation:

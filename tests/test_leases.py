@@ -197,13 +197,13 @@ def test_threads_and_coroutines_share_an_endpoints_slots(keeper, request):
 def test_a_stage_lock_of_a_silent_holder_lapses(ray_instance, short_leases):
     import ray
 
-    from codesign.execute.ray_pool import StageLocks, _ActorLocks
+    from codesign.execute.ray_actors import ActorLocks, StageLocks
 
     locks = ray.remote(StageLocks).options(max_concurrency=100).remote(short_leases)
     try:
         assert ray.get(locks.acquire.remote("trials/k/.solve.lock", "silent"))
         assert not ray.get(locks.acquire.remote("trials/k/.solve.lock", "waiter"))  # held
-        asyncio.run(asyncio.wait_for(_ActorLocks(locks, "waiter").acquire("trials/k/.solve.lock"), 60))
+        asyncio.run(asyncio.wait_for(ActorLocks(locks, "waiter").acquire("trials/k/.solve.lock"), 60))
         assert ray.get(locks.stats.remote())["held"] == {"trials/k/.solve.lock": "waiter"}
         ray.get(locks.release_holder.remote("waiter"))
         assert ray.get(locks.released.remote("waiter")) and not ray.get(locks.released.remote("silent"))

@@ -11,9 +11,9 @@ import pytest
 
 from codesign._protocols import ModelReply
 from codesign._types import Usage
-from codesign.sandbox.workspace import apply_patch, copy_tree
 from codesign.solve.run import solve_task
 from codesign.tasks.loader import load_task
+from codesign.workspace import apply_patch, copy_tree
 from tests.conftest import SUITE
 
 HARNESS = {"_target_": "codesign.solve.harnesses.native.NativeHarness"}

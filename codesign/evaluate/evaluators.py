@@ -8,24 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Ungraded, Verdict
-from codesign.build import construct
+from codesign.construct import construct
 from codesign.errors import ConfigError
-from codesign.evaluate import judge as judging
-from codesign.evaluate import probes, scripts, specs
+from codesign.evaluate import probes, quoting, scripts, specs
 from codesign.evaluate.audit import AuditViolation, audit
 from codesign.evaluate.evidence import EvidenceSession
-from codesign.evaluate.judge import (
-    BrowserTools,
-    CallStats,
-    Consultant,
-    Consultation,
-    JudgeReply,
-    VerifierReply,
-    prompt,
-    select_evidence,
-    user_message,
-)
+from codesign.evaluate.judge import CallStats, Consultant, Consultation, JudgeReply, VerifierReply, prompt
+from codesign.evaluate.judge_tools import BrowserTools
 from codesign.evaluate.outcomes import guarded, guarded_all
+from codesign.evaluate.quoting import select_evidence, user_message
 from codesign.tasks.loader import Task
 from codesign.tasks.schema import Criterion
 
@@ -144,6 +135,7 @@ class LLMEvaluator:
 
     def _consultant(self, role: str) -> Consultant:
         cfg = self.judge if role == "judge" else self.verifier
+        assert cfg is not None  # a role is consulted only when it is configured
         schema = JudgeReply if role == "judge" else VerifierReply
         stats = self._stats.setdefault(role, CallStats())
         return Consultant(construct(cfg), prompt(self.judge_prompt if role == "judge" else self.verifier_prompt),
@@ -176,7 +168,7 @@ class LLMEvaluator:
         viewport = c.probe.viewport if c.probe else ("mobile" if c.kind == "responsive" else "desktop")
         if not isinstance(viewport, str):  # a probe's custom size: the judge's tools use the nearest named one
             viewport = "mobile" if viewport.mobile else "desktop"
-        boundary = judging.new_boundary()  # looked up on the module: a test swaps in a constant one
+        boundary = quoting.new_boundary()  # looked up on the module: a test swaps in a constant one
         tools = BrowserTools(session, f"{role}:{c.id}", route, viewport, self.max_actions, boundary)
         try:
             message = user_message(task, c, select_evidence(c, session), session, boundary, extra)
@@ -193,6 +185,7 @@ class LLMEvaluator:
             return CriterionVerdict.ungraded_by(c, "judge", Ungraded.GRADER_ERROR, f"the judge gave no verdict: "
                                                 f"{judged.error}", judged.actions)  # fmt: skip
         r = judged.reply
+        assert isinstance(r, JudgeReply)  # the judge's consultant parses its reply with JudgeReply
         verdict = CriterionVerdict(c.id, c.kind, c.preserve, r.verdict, "judge", r.reason, list(r.evidence_ids),
                                    None if r.verdict == "PASS" else (r.failure_category or "wrong"))  # fmt: skip
         if self.verifier and r.verdict in ("PASS", "PARTIAL"):
@@ -210,6 +203,7 @@ class LLMEvaluator:
                 verdict.refutation = {"error": challenged.error, "actions": challenged.actions}
             else:
                 v = challenged.reply
+                assert isinstance(v, VerifierReply)  # likewise the verifier's, with VerifierReply
                 verdict.refutation = {"refuted": v.refuted, "verdict": v.verdict, "reason": v.reason,
                                       "evidence_ids": v.evidence_ids, "actions": challenged.actions}  # fmt: skip
                 lowered = v.verdict or "FAIL"

@@ -22,8 +22,8 @@ from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.evidence import EvidenceItem, page_text
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
-from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
 from codesign.tasks.loader import Task
+from codesign.workspace import PatchError, apply_patch, copy_tree
 
 STEPS = ("integrity", "install_build", "launch_render", "solvability", "discrimination")
 

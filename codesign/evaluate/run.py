@@ -12,15 +12,15 @@ from typing import Any
 
 from codesign._protocols import Evaluator
 from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, TrialStatus, Ungraded, Verdict
-from codesign.build import build_candidate_sandbox
 from codesign.evaluate.audit import AuditViolation
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.redact import redact, redact_data
 from codesign.runtime.browser import Browser
-from codesign.runtime.serve import build_app, serving
+from codesign.runtime.serve import serving
 from codesign.sandbox import scratch as scratch_dirs
-from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree, remove_escaping_symlinks
+from codesign.sandbox.candidate import build_app, build_candidate_sandbox
 from codesign.tasks.loader import Task
+from codesign.workspace import PatchError, apply_patch, copy_tree, remove_escaping_symlinks
 
 VIEWPORTS = ["desktop", "mobile"]
 

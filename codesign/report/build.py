@@ -63,7 +63,7 @@ def _figures(report: Report) -> dict[str, list[tuple[str, bytes]]]:
         heat.append(("harness × model", plots.heat_map(main, "harness", "model")))
     if main["evaluator"].n_unique() > 1:
         heat.append(("evaluator × model", plots.heat_map(main, "evaluator", "model")))
-    figures = {
+    figures: dict[str, list[tuple[str, bytes | None]]] = {
         "main": [("strict per cell and track", plots.score_bars(main))],
         "breakdowns": [
             ("ME by modality", plots.breakdown_bars(report.breakdowns, "modality", "ME by attachment modality")),

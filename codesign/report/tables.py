@@ -6,10 +6,10 @@ from itertools import combinations
 
 import polars as pl
 
+from codesign._types import TOOL_KINDS
 from codesign.score.ledger import criteria_of, denominators_frame
 from codesign.score.metrics import CELL, NOT_THE_SOLVER, adjusted_frame, breakdown_frame, summary_frame
 from codesign.score.ranking import FACTORS, rank_stability
-from codesign.solve.recorder import TOOL_KINDS
 
 TRACKS = {"ME": 0, "RE": 1, "ALL": 2}
 
@@ -114,6 +114,6 @@ def agreement(verdicts: pl.DataFrame) -> pl.DataFrame:
             keyed.filter(pl.col("evaluator") == b), on=["trial_key", "criterion_id"], suffix="_b"
         )
         if pair.height:
-            same = (pair["verdict"] == pair["verdict_b"]).mean()
+            same = pair.select((pl.col("verdict") == pl.col("verdict_b")).mean()).item()
             rows.append({"a": a, "b": b, "criteria": pair.height, "agreement": float(same)})
     return pl.DataFrame(rows, schema=schema)

@@ -25,7 +25,7 @@ from typing import Any
 from codesign._types import Count, ExecResult, Seconds
 from codesign.errors import ConfigError, EnvironmentSetupError
 from codesign.sandbox import scratch
-from codesign.sandbox.local import ServeError, wait_for_server
+from codesign.sandbox.processes import ServeError, wait_for_server
 from codesign.sandbox.relay import RELAY_JS, Relay
 
 LABEL = "codesign"
@@ -80,7 +80,7 @@ class DockerSandbox:
         if self._client is None:
             import docker
 
-            from codesign.install import docker_host
+            from codesign.sandbox.engine import docker_host
 
             try:
                 self._client = docker.DockerClient(base_url=self.docker_host or docker_host(), timeout=120)
@@ -266,7 +266,9 @@ class DockerSandbox:
             member = tar.next()
             if member is None or not member.isfile():
                 raise IsADirectoryError(inside)
-            return tar.extractfile(member).read()
+            extracted = tar.extractfile(member)
+            assert extracted is not None  # a regular file always has content to extract
+            return extracted.read()
 
     def _sync_out(self, dest: Path, keep: tuple[str, ...]) -> None:
         """Make ``dest`` mirror the container's workspace (deletions included), except ``keep``."""
@@ -279,8 +281,10 @@ class DockerSandbox:
         with tarfile.open(fileobj=data) as tar:
             members = [m for m in tar.getmembers() if m.name.split("/")[0] not in ("node_modules", *keep)]
             # tarfile's "data" filter came with Python 3.11.4; _contained does its job on older versions too.
-            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            tar.extractall(dest, members=list(_contained(members)), **safe)
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(dest, members=list(_contained(members)), filter="data")
+            else:
+                tar.extractall(dest, members=list(_contained(members)))
 
 
 def _contained(members: list[tarfile.TarInfo]) -> Iterator[tarfile.TarInfo]:

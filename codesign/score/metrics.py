@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from codesign._types import VERDICT_SCORE, TrialRecord, TrialStatus, Ungraded, Verdict
+from codesign._types import TOOL_KINDS, VERDICT_SCORE, TrialRecord, TrialStatus, Ungraded, Verdict
 from codesign.evaluate.fingerprint import grading_code
 from codesign.redact import redact, redact_data
-from codesign.solve.recorder import TOOL_KINDS
+
+if TYPE_CHECKING:  # polars' own name for a column type (a class like pl.String or an instance like pl.List(…))
+    from polars._typing import PolarsDataType
 
 CELL = ["model", "harness", "regime", "evaluator"]
 # Evaluator effort, per trial (LLM evaluators report it; probes cost nothing).
@@ -45,7 +47,7 @@ def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
             row["score"] = _SCORE.get(v.verdict)  # null for an ungraded criterion: never a zero
             row["refutation"] = json.dumps(v.refutation) if v.refutation is not None else None
             rows.append(row)
-    schema = {
+    schema: dict[str, PolarsDataType] = {
         **dict.fromkeys([*CELL, "seed", "trial_key", "task_id", "track", "criterion_id", "kind"], pl.String),
         "preserve": pl.Boolean,
         "verdict": pl.String,
@@ -288,7 +290,7 @@ def format_summary(summary: pl.DataFrame) -> str:
     if "strict_lo" in shown.columns:
         interval = pl.format("{}–{}", pl.col("strict_lo").round(2), pl.col("strict_hi").round(2))
         shown = shown.with_columns(strict_95ci=interval).drop("strict_lo", "strict_hi")
-        if (shown["repeats"].max() or 1) > 1:
+        if (shown["repeats"] > 1).any():
             shown = shown.with_columns(pl.col("strict_sd", "pass_at_k", "pass_pow_k").round(3))
         else:
             shown = shown.drop("repeats", "strict_sd", "pass_at_k", "pass_pow_k")

@@ -58,8 +58,8 @@ def downscale(data: bytes, max_side: int = MAX_SIDE) -> tuple[bytes, str]:
     """PNG bytes no larger than ``max_side``; JPEG for photos keeps payloads small."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(data)) as img:
-        img = img.convert("RGB") if img.mode not in ("RGB", "L") else img
+    with Image.open(io.BytesIO(data)) as opened:
+        img = opened.convert("RGB") if opened.mode not in ("RGB", "L") else opened
         img.thumbnail((max_side, max_side))
         out = io.BytesIO()
         img.save(out, format="PNG", optimize=True)
@@ -74,7 +74,7 @@ def media_duration(path: Path) -> float | None:
         if container.duration is not None:
             return container.duration / av.time_base
         stream = (container.streams.video or container.streams.audio)[0]
-        return float(stream.duration * stream.time_base) if stream.duration else None
+        return float(stream.duration * stream.time_base) if stream.duration and stream.time_base else None
 
 
 def video_keyframes(path: Path, n: int = VIDEO_FRAMES) -> list[tuple[float, bytes]]:
@@ -87,6 +87,8 @@ def video_keyframes(path: Path, n: int = VIDEO_FRAMES) -> list[tuple[float, byte
     frames = []
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
+        if stream.time_base is None:
+            raise ValueError(f"{path.name}: the video stream has no time base")
         for i in range(n):
             t = duration * (i + 0.5) / n
             # Seek to the keyframe before t, then decode forward to the first frame at or after t.

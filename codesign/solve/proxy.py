@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from codesign._protocols import Model
+from codesign._protocols import Model, Recorder
 from codesign.runtime.http import LoopbackHandler, LoopbackServer
 from codesign.solve.ended import Ended, InfraError
-from codesign.solve.recorder import SolveRecorder
+
+if TYPE_CHECKING:
+    from litellm.types.llms.anthropic import AnthropicMessagesRequest
 
 
 def anthropic_sse(message: dict[str, Any]) -> bytes:
@@ -52,7 +54,7 @@ def anthropic_sse(message: dict[str, Any]) -> bytes:
 
 
 class ModelProxy:
-    def __init__(self, model: Model, recorder: SolveRecorder):
+    def __init__(self, model: Model, recorder: Recorder):
         self.model, self.recorder = model, recorder
         self.token = "codesign-" + secrets.token_hex(16)  # only the CLI this proxy was started for may call it
         self.ended: Ended | None = None  # set when a cap was hit or the model failed: the harness reports it
@@ -90,9 +92,11 @@ class ModelProxy:
             except Ended as e:
                 self.ended = e
                 return 400, _error("invalid_request_error", f"codesign: {e}")
-        request, _ = self._adapter.translate_anthropic_to_openai({**body, "stream": False})
+        # The agent CLI's request as it came (JSON): the adapter reads it as Anthropic's request type.
+        anthropic = cast("AnthropicMessagesRequest", {**body, "stream": False})
+        request, _ = self._adapter.translate_anthropic_to_openai(anthropic)
         messages = [{k: v for k, v in m.items() if v is not None} for m in request.get("messages", [])]
-        tools = list(request.get("tools") or [])
+        tools = [dict(t) for t in request.get("tools") or []]
         try:
             reply = self.model.query(messages, tools)
         except Exception as e:  # the endpoint failed after its own retries: an infrastructure outcome

@@ -10,25 +10,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from codesign._types import TaskView
 from codesign.errors import TaskError
 from codesign.tasks.schema import CriteriaFile, Criterion, SpecRunner, TaskManifest
 
 MANIFEST, CRITERIA, APP_DIR, SOLUTION = "task.yaml", "criteria.yaml", "app", "solution/solution.patch"
 # Never part of a task's identity or of a solver's workspace diff.
 GENERATED_DIRS = ("node_modules", "dist", ".vite", "__pycache__", ".git")
-
-
-@dataclass(frozen=True)
-class TaskView:
-    """Everything a solver may see. Criteria and the reference solution are deliberately absent."""
-
-    id: str
-    track: str
-    title: str
-    request: str
-    history: list[dict]
-    attachments: list[dict]  # {path (absolute), name, modality, description}
-    routes: list[str]
 
 
 @dataclass(frozen=True)

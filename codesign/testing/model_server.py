@@ -344,6 +344,7 @@ def serve_in_subprocess(policy_ref: str, latency_s: float = 0.0) -> tuple[Any, s
 
     proc = subprocess.Popen([sys.executable, "-m", "codesign.testing.model_server", policy_ref, str(latency_s)],
                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None  # stdout=PIPE
     url = proc.stdout.readline().strip()
     if not url.startswith("http"):
         proc.kill()

@@ -54,8 +54,8 @@ def _thumbnail(data: bytes | None) -> str | None:
 
     if data is None:
         return None
-    with Image.open(io.BytesIO(data)) as img:
-        img = img.convert("RGB")
+    with Image.open(io.BytesIO(data)) as opened:
+        img = opened.convert("RGB")
         img.thumbnail((640, 1200))
         buf = io.BytesIO()
         img.save(buf, format="JPEG", quality=72)

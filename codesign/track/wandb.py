@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from codesign._types import TrialRecord
 
@@ -177,13 +177,14 @@ def has_credentials() -> bool:
     return bool(found and found[2])
 
 
-def resolve_mode(mode: str) -> str:
+WandbMode = Literal["online", "offline", "disabled", "shared"]
+
+
+def resolve_mode(mode: str) -> WandbMode:
     """``auto``: what W&B would do by itself — ``WANDB_MODE`` if set, online with credentials, else offline."""
-    if mode != "auto":
-        return mode
-    if os.environ.get("WANDB_MODE"):
-        return os.environ["WANDB_MODE"]
-    return "online" if has_credentials() else "offline"
+    if mode == "auto":
+        mode = os.environ.get("WANDB_MODE") or ("online" if has_credentials() else "offline")
+    return cast(WandbMode, mode)  # W&B refuses a mode it does not know, naming the ones it has
 
 
 def sweep_group(mode: str, sweep_dir: str | None, experiment: str | None) -> str | None:

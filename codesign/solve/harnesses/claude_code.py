@@ -19,15 +19,12 @@ from typing import Any
 
 from jinja2 import StrictUndefined, Template
 
-from codesign._protocols import Model, Sandbox
-from codesign._types import NonNegative
+from codesign._protocols import Model, Recorder, Sandbox, Screenshots
+from codesign._types import NonNegative, TaskView
 from codesign.errors import EnvironmentSetupError
 from codesign.solve import prompts
 from codesign.solve.ended import AgentError, Submitted, TimeCapReached, TurnCapReached
-from codesign.solve.preview import Preview
 from codesign.solve.proxy import ModelProxy
-from codesign.solve.recorder import SolveRecorder
-from codesign.tasks.loader import TaskView
 
 PACKAGE = "@anthropic-ai/claude-code"
 _ALIASES = ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
@@ -86,7 +83,7 @@ class ClaudeCodeHarness:
         return Path(self.cli) if self.cli else ensure_cli(self.version)
 
     def solve(
-        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None
+        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: Recorder, preview: Screenshots | None = None
     ) -> None:
         exe = self.executable()
         prompt = Template(self.task_template, undefined=StrictUndefined).render(task=task) + "\n" + self.instructions

@@ -16,13 +16,10 @@ from typing import Any
 
 import yaml
 
-from codesign._protocols import Model, ModelReply, Sandbox
-from codesign._types import Seconds
+from codesign._protocols import Model, ModelReply, Recorder, Sandbox, Screenshots
+from codesign._types import Seconds, TaskView
 from codesign.solve import prompts
 from codesign.solve.ended import AgentError, CostCapReached, Submitted, TimeCapReached, TurnCapReached
-from codesign.solve.preview import Preview
-from codesign.solve.recorder import SolveRecorder
-from codesign.tasks.loader import TaskView
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
@@ -36,7 +33,7 @@ def _mswea_config(name: str) -> dict[str, Any]:
 class _SandboxEnvironment:
     """mini-swe-agent's Environment protocol over a codesign sandbox."""
 
-    def __init__(self, sandbox: Sandbox, recorder: SolveRecorder, timeout_s: float):
+    def __init__(self, sandbox: Sandbox, recorder: Recorder, timeout_s: float):
         self.sandbox, self.recorder, self.timeout_s = sandbox, recorder, timeout_s
         self.config = {"cwd": str(sandbox.workspace), "timeout": timeout_s}
 
@@ -68,7 +65,7 @@ class _SandboxEnvironment:
         return {"info": {"config": {"environment": self.config, "environment_type": "codesign.sandbox"}}}
 
 
-def _routed_model(model: Model, recorder: SolveRecorder) -> Any:
+def _routed_model(model: Model, recorder: Recorder) -> Any:
     """A mini-swe-agent LitellmModel whose every call goes through codesign's model and recorder."""
     import litellm
     from minisweagent.models.litellm_model import LitellmModel as MsweaLitellmModel
@@ -141,7 +138,7 @@ class MiniSweAgentHarness:
             return {"mini-swe-agent": "not installed"}
 
     def solve(
-        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None
+        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: Recorder, preview: Screenshots | None = None
     ) -> None:
         os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
         os.environ.setdefault("MSWEA_COST_TRACKING", "ignore_errors")

@@ -1,4 +1,4 @@
-"""Suite statistics: ``python -m codesign.tasks.stats [tasks=all] [tasks.root=...]``.
+"""Suite statistics: ``python -m codesign.stats [tasks=all] [tasks.root=...]``.
 
 Tasks per track, modality and edit-type count; criteria per task; probe coverage; criterion kinds.
 """

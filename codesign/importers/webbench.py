@@ -1,4 +1,4 @@
-"""Web-Bench projects as codesign tasks: ``python -m codesign.tasks.importers.webbench CHECKOUT OUT``.
+"""Web-Bench projects as codesign tasks: ``python -m codesign.importers.webbench CHECKOUT OUT``.
 
 Web-Bench (Apache-2.0) ships projects of 20 cumulative tasks, each checked by Playwright spec files. For task
 N (default 1) of each selected project this writes one task folder ``wb-<project>-task-<N>``:
@@ -249,7 +249,7 @@ def spec_criteria(folder: Path, project: Path, n: int, node_cache: Path) -> list
     files = [f"test/{f}" for f in ["init.spec.js", *(f"task-{k}.spec.js" for k in range(1, n + 1))]
              if (project / "test" / f).is_file()]  # fmt: skip
     sources = folder / "app" / ("src" if layout(project) == "vite" else "")
-    criteria = []
+    criteria: list[dict[str, Any]] = []
     for file, title in list_tests(folder / "specs", files, PACKAGES, sources, node_cache):
         change = file == f"test/task-{n}.spec.js"
         criteria.append({"id": f"{Path(file).name.removesuffix('.spec.js')}-{_slug(title)}", "text": title,
@@ -347,7 +347,7 @@ async def passing_on_baseline(folder: Path, node_cache: Path) -> set[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codesign.tasks.importers.webbench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m codesign.importers.webbench", description=__doc__)
     parser.add_argument("checkout", type=Path, help="a Web-Bench clone (with projects/ and libraries/)")
     parser.add_argument("out", type=Path, help="the suite folder to write (tasks.root=OUT tasks=all)")
     parser.add_argument("--projects", help="comma-separated project names (default: every importable one)")

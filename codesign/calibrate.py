@@ -1,6 +1,6 @@
 """Calibrate an LLM evaluator against the deterministic probes:
 
-    python -m codesign.evaluate.calibrate evaluator=judge_a [tasks=all] [calibrate.solvers=[oracle,noop]]
+    python -m codesign.calibrate evaluator=judge_a [tasks=all] [calibrate.solvers=[oracle,noop]]
 
 The final workspaces of ``calibrate.solvers`` (oracle and noop by default: every change both satisfied
 and not) are graded twice — by the probes and by the LLM evaluator — reusing stored solves, and every
