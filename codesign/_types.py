@@ -170,14 +170,24 @@ class CriterionVerdict:
         return self.ungraded in GRADING_FAILURES
 
     @classmethod
-    def ungraded_by(cls, criterion: Any, grader: str, cause: Ungraded, reason: str,
-                    evidence_ids: list[str] | None = None) -> CriterionVerdict:  # fmt: skip
+    def ungraded_by(
+        cls, criterion: Any, grader: str, cause: Ungraded, reason: str, evidence_ids: list[str] | None = None
+    ) -> CriterionVerdict:
         """A criterion left without a verdict about the app: ``not_gradable`` counts as FAIL, the other causes
         are no verdict at all (``UNGRADED``)."""
         verdict = Verdict.FAIL if cause == Ungraded.NOT_GRADABLE else Verdict.UNGRADED
         category = "not_gradable" if cause == Ungraded.NOT_GRADABLE else None
-        return cls(criterion.id, criterion.kind, criterion.preserve, verdict.value, grader, reason[:2000],
-                   list(evidence_ids or []), category, ungraded=cause.value)  # fmt: skip
+        return cls(
+            criterion.id,
+            criterion.kind,
+            criterion.preserve,
+            verdict.value,
+            grader,
+            reason[:2000],
+            list(evidence_ids or []),
+            category,
+            ungraded=cause.value,
+        )
 
 
 @dataclass
@@ -245,7 +255,8 @@ class TrialRecord:
         return self.status
 
     @classmethod
-    def unrun(cls, task_id: str, cell: dict[str, str], status: TrialStatus, message: str,
-              stage: str = "") -> TrialRecord:  # fmt: skip
+    def unrun(
+        cls, task_id: str, cell: dict[str, str], status: TrialStatus, message: str, stage: str = ""
+    ) -> TrialRecord:
         """A trial with no result to score: a task that did not load, a crash, a budget stop."""
         return cls("", None, task_id, "?", cell, {}, status.value, message=message, stage=stage)

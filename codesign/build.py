@@ -98,9 +98,11 @@ def validate_component(cfg: dict[str, Any], where: str) -> None:
             continue
         if key not in allowed - _SUPPLIED:
             close = difflib.get_close_matches(key, sorted(allowed - _SUPPLIED), n=1)
-            raise ConfigError(f"{where}.{key} is not a setting of {target}",
-                              (f"did you mean {where}.{close[0]}? " if close else "")
-                              + f"allowed: {', '.join(sorted(allowed - _SUPPLIED))}")  # fmt: skip
+            raise ConfigError(
+                f"{where}.{key} is not a setting of {target}",
+                (f"did you mean {where}.{close[0]}? " if close else "")
+                + f"allowed: {', '.join(sorted(allowed - _SUPPLIED))}",
+            )
         if isinstance(value, dict) and "_target_" in value:
             validate_component(value, f"{where}.{key}")
             continue
@@ -109,8 +111,9 @@ def validate_component(cfg: dict[str, Any], where: str) -> None:
                 pydantic.TypeAdapter(hints[key]).validate_python(value, strict=False)
             except pydantic.ValidationError as e:
                 problem = "; ".join(err["msg"] for err in e.errors())
-                raise ConfigError(f"{where}.{key}={value!r} is not allowed: {problem}",
-                                  f"expected {_describe(hints[key])}") from None  # fmt: skip
+                raise ConfigError(
+                    f"{where}.{key}={value!r} is not allowed: {problem}", f"expected {_describe(hints[key])}"
+                ) from None
 
 
 def _describe(hint: Any) -> str:

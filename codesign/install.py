@@ -32,8 +32,9 @@ STEPS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m codesign.install", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m codesign.install", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("steps", nargs="*", help=f"any of: {', '.join(STEPS)}")
     parser.add_argument("--list", action="store_true", help="list every program codesign runs")
     args = parser.parse_args()

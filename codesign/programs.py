@@ -97,8 +97,10 @@ def require(group: str) -> list[str]:
     missing = [p for p in wanted if not _present(p)]
     absent_prerequisites = [p.name for p in missing if p.source == "prerequisite"]
     if absent_prerequisites:
-        raise EnvironmentSetupError(f"not installed: {', '.join(absent_prerequisites)}",
-                                    "install them (Debian: apt-get install git nodejs npm bash mount tar)")  # fmt: skip
+        raise EnvironmentSetupError(
+            f"not installed: {', '.join(absent_prerequisites)}",
+            "install them (Debian: apt-get install git nodejs npm bash mount tar)",
+        )
     if any(p.name == "chromium" for p in missing) and not can_apt():
         browser()  # Playwright's own browser where apt cannot be used
         missing = [p for p in missing if p.name != "chromium"]
@@ -117,8 +119,10 @@ def check_node() -> str:
     version = re.match(r"v(\d+)", out)
     major = int(version.group(1)) if version else 0
     if major < MIN_NODE:
-        raise EnvironmentSetupError(f"Node.js {out or '?'} is too old: codesign needs Node.js {MIN_NODE}+",
-                                    "install Node.js 20 or newer (nodejs.org or your distribution)")  # fmt: skip
+        raise EnvironmentSetupError(
+            f"Node.js {out or '?'} is too old: codesign needs Node.js {MIN_NODE}+",
+            "install Node.js 20 or newer (nodejs.org or your distribution)",
+        )
     return out
 
 

@@ -46,8 +46,9 @@ async def perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSessio
         case "goto":
             # A real load, as documented: moving to another #fragment of the same document (hash routing) is
             # no navigation for the browser (goto returns no response), so the page is reloaded there.
-            response = await bounded(page.goto(session.base_url + s.route, wait_until="load", timeout=0), page,
-                                     f"goto {s.route}")  # fmt: skip
+            response = await bounded(
+                page.goto(session.base_url + s.route, wait_until="load", timeout=0), page, f"goto {s.route}"
+            )
             if response is None:
                 await bounded(page.reload(wait_until="load", timeout=0), page, f"reload {s.route}")
         case "scroll":

@@ -225,13 +225,24 @@ async def _check_box(page: Any, a: P.Box) -> Check:
         return Check(False, f"{a.selector} is not rendered", missing=True)
     t, ok = a.tolerance_px, True
     details = [f"{a.selector} is {box['width']:.0f}×{box['height']:.0f} at ({box['x']:.0f}, {box['y']:.0f})"]
-    for bound, size, is_min in ((a.min_width, "width", True), (a.max_width, "width", False),
-                                (a.min_height, "height", True), (a.max_height, "height", False)):  # fmt: skip
+    for bound, size, is_min in (
+        (a.min_width, "width", True),
+        (a.max_width, "width", False),
+        (a.min_height, "height", True),
+        (a.max_height, "height", False),
+    ):
         if bound is not None:
             holds = box[size] >= bound - t if is_min else box[size] <= bound + t
             ok &= holds
-    others = await _related(page, {"inside": a.inside, "outside": a.outside, "same_width_as": a.same_width_as,
-                                   "same_height_as": a.same_height_as})  # fmt: skip
+    others = await _related(
+        page,
+        {
+            "inside": a.inside,
+            "outside": a.outside,
+            "same_width_as": a.same_width_as,
+            "same_height_as": a.same_height_as,
+        },
+    )
     if isinstance(others, str):
         return Check(False, f"{others} is not rendered", missing=True)
     for relation, (other, ob) in others.items():
@@ -248,8 +259,9 @@ async def _check_box(page: Any, a: P.Box) -> Check:
             "same_height_as": abs(box["height"] - ob["height"]) <= t,
         }[relation]
         ok &= holds
-        details.append(f"{relation} {other} ({ob['width']:.0f}×{ob['height']:.0f} at ({ob['x']:.0f}, {ob['y']:.0f})): "
-                       f"{holds}")  # fmt: skip
+        details.append(
+            f"{relation} {other} ({ob['width']:.0f}×{ob['height']:.0f} at ({ob['x']:.0f}, {ob['y']:.0f})): {holds}"
+        )
     return Check(ok, "; ".join(details))
 
 

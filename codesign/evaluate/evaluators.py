@@ -108,9 +108,10 @@ class LLMEvaluator:
             try:
                 prompt(getattr(self, field_name))
             except OSError as e:
-                raise ConfigError(f"evaluator.{field_name}={getattr(self, field_name)!r} cannot be read: {e}",
-                                  "name a file of codesign/evaluate/prompts/ (judge_v1.md) or give a path to "
-                                  "your own prompt file") from None  # fmt: skip
+                raise ConfigError(
+                    f"evaluator.{field_name}={getattr(self, field_name)!r} cannot be read: {e}",
+                    "name a file of codesign/evaluate/prompts/ (judge_v1.md) or give a path to your own prompt file",
+                ) from None
         for cfg in (self.judge, self.verifier):
             model = construct(cfg) if cfg else None
             if model is not None and hasattr(model, "check"):
@@ -122,10 +123,15 @@ class LLMEvaluator:
     def telemetry(self) -> dict[str, Any]:
         out: dict[str, Any] = {"evaluator_errors": self._errors}
         for role, s in self._stats.items():
-            out |= {f"{role}_calls": s.calls, f"{role}_input_tokens": s.input_tokens,
-                    f"{role}_output_tokens": s.output_tokens, f"{role}_cost_usd": s.cost_usd,
-                    f"{role}_cost_source": s.cost_source, f"{role}_format_retries": s.format_retries,
-                    f"{role}_abandoned_calls": s.abandoned}  # fmt: skip
+            out |= {
+                f"{role}_calls": s.calls,
+                f"{role}_input_tokens": s.input_tokens,
+                f"{role}_output_tokens": s.output_tokens,
+                f"{role}_cost_usd": s.cost_usd,
+                f"{role}_cost_source": s.cost_source,
+                f"{role}_format_retries": s.format_retries,
+                f"{role}_abandoned_calls": s.abandoned,
+            }
         for role, cfg in (("judge", self.judge), ("verifier", self.verifier)):
             if cfg:
                 out[f"{role}_model"] = cfg.get("name")
@@ -138,9 +144,16 @@ class LLMEvaluator:
         assert cfg is not None  # a role is consulted only when it is configured
         schema = JudgeReply if role == "judge" else VerifierReply
         stats = self._stats.setdefault(role, CallStats())
-        return Consultant(construct(cfg), prompt(self.judge_prompt if role == "judge" else self.verifier_prompt),
-                          schema, stats, self.max_actions, self.max_format_retries, self.max_calls,
-                          self.criterion_timeout_s)  # fmt: skip
+        return Consultant(
+            construct(cfg),
+            prompt(self.judge_prompt if role == "judge" else self.verifier_prompt),
+            schema,
+            stats,
+            self.max_actions,
+            self.max_format_retries,
+            self.max_calls,
+            self.criterion_timeout_s,
+        )
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
         gate = asyncio.Semaphore(self.concurrency)
@@ -162,8 +175,9 @@ class LLMEvaluator:
             raise AuditViolation(problems, verdicts)
         return verdicts
 
-    async def _consult(self, role: str, task: Task, c: Criterion, session: EvidenceSession,
-                       extra: str = "") -> Consultation:  # fmt: skip
+    async def _consult(
+        self, role: str, task: Task, c: Criterion, session: EvidenceSession, extra: str = ""
+    ) -> Consultation:
         route = c.probe.route if c.probe else task.manifest.environment.routes[0]
         viewport = c.probe.viewport if c.probe else ("mobile" if c.kind == "responsive" else "desktop")
         if not isinstance(viewport, str):  # a probe's custom size: the judge's tools use the nearest named one
@@ -182,12 +196,21 @@ class LLMEvaluator:
         if judged.reply is None:  # no valid verdict: the judge's failure, never the app's FAIL
             self._errors += 1
             session.write(f"transcripts/{c.id}.json", json.dumps(trace, default=str, indent=1))
-            return CriterionVerdict.ungraded_by(c, "judge", Ungraded.GRADER_ERROR, f"the judge gave no verdict: "
-                                                f"{judged.error}", judged.actions)  # fmt: skip
+            return CriterionVerdict.ungraded_by(
+                c, "judge", Ungraded.GRADER_ERROR, f"the judge gave no verdict: {judged.error}", judged.actions
+            )
         r = judged.reply
         assert isinstance(r, JudgeReply)  # the judge's consultant parses its reply with JudgeReply
-        verdict = CriterionVerdict(c.id, c.kind, c.preserve, r.verdict, "judge", r.reason, list(r.evidence_ids),
-                                   None if r.verdict == "PASS" else (r.failure_category or "wrong"))  # fmt: skip
+        verdict = CriterionVerdict(
+            c.id,
+            c.kind,
+            c.preserve,
+            r.verdict,
+            "judge",
+            r.reason,
+            list(r.evidence_ids),
+            None if r.verdict == "PASS" else (r.failure_category or "wrong"),
+        )
         if self.verifier and r.verdict in ("PASS", "PARTIAL"):
             extra = "## The judge's verdict (to challenge)\n" + json.dumps(
                 {"verdict": r.verdict, "reason": r.reason, "evidence_ids": r.evidence_ids}
@@ -204,8 +227,13 @@ class LLMEvaluator:
             else:
                 v = challenged.reply
                 assert isinstance(v, VerifierReply)  # likewise the verifier's, with VerifierReply
-                verdict.refutation = {"refuted": v.refuted, "verdict": v.verdict, "reason": v.reason,
-                                      "evidence_ids": v.evidence_ids, "actions": challenged.actions}  # fmt: skip
+                verdict.refutation = {
+                    "refuted": v.refuted,
+                    "verdict": v.verdict,
+                    "reason": v.reason,
+                    "evidence_ids": v.evidence_ids,
+                    "actions": challenged.actions,
+                }
                 lowered = v.verdict or "FAIL"
                 if v.refuted and _RANK[lowered] < _RANK[verdict.verdict]:
                     verdict.original_verdict, verdict.verdict = verdict.verdict, lowered

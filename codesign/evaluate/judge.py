@@ -132,8 +132,9 @@ class Consultant:
         out_of_time = f"no verdict within {self.timeout_s:.0f} s of work"
         while True:
             if asked >= self.max_calls:
-                return Consultation(None, f"no verdict within {self.max_calls} model calls", list(tools.ids),
-                                    transcript)  # fmt: skip
+                return Consultation(
+                    None, f"no verdict within {self.max_calls} model calls", list(tools.ids), transcript
+                )
             offer = BROWSER_TOOLS if tools.count < tools.max_actions else []
             try:
                 asked += 1
@@ -165,12 +166,18 @@ class Consultant:
                 return Consultation(parse_reply(message.get("content"), self.schema), None, list(tools.ids), transcript)
             except ValueError as e:
                 if retries >= self.max_format_retries:
-                    return Consultation(None, f"malformed reply after {retries + 1} attempts: {e}", list(tools.ids),
-                                        transcript)  # fmt: skip
+                    return Consultation(
+                        None, f"malformed reply after {retries + 1} attempts: {e}", list(tools.ids), transcript
+                    )
                 retries += 1
                 self.stats.format_retries += 1
-                messages.append({"role": "user", "content": f"Your reply is not the required JSON object ({e}). "
-                                 "Reply with ONLY the JSON object."})  # fmt: skip
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": f"Your reply is not the required JSON object ({e}). "
+                        "Reply with ONLY the JSON object.",
+                    }
+                )
 
     async def _call(self, messages: list[dict[str, Any]], offer: list[dict[str, Any]], clock: WorkClock) -> Any:
         """One model call within the clock's time: its queues (a thread, an endpoint slot, a back-off) do not

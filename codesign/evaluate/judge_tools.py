@@ -16,9 +16,18 @@ from codesign.solve.attachments import downscale
 
 
 def _tool(name: str, description: str, /, **params: str) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
-        "type": "object", "properties": {k: {"type": "string", "description": v} for k, v in params.items()},
-        "required": [k for k in params if not k.endswith("_optional")]}}}  # fmt: skip
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {k: {"type": "string", "description": v} for k, v in params.items()},
+                "required": [k for k in params if not k.endswith("_optional")],
+            },
+        },
+    }
 
 
 BROWSER_TOOLS = [
@@ -36,8 +45,9 @@ BROWSER_TOOLS = [
 class BrowserTools:
     """A judge's own page (fresh context, fresh storage); every action is recorded as evidence."""
 
-    def __init__(self, session: EvidenceSession, owner: str, route: str, viewport: str, max_actions: int,
-                 boundary: str) -> None:  # fmt: skip
+    def __init__(
+        self, session: EvidenceSession, owner: str, route: str, viewport: str, max_actions: int, boundary: str
+    ) -> None:
         self.session, self.owner, self.route, self.viewport = session, owner, route, viewport
         self.boundary = boundary  # results quote the app: fenced with the consultation's boundary
         self.max_actions, self.count = max_actions, 0
@@ -72,8 +82,15 @@ class BrowserTools:
         except Exception as e:  # the element was never reached, a bad selector, a navigation error
             error = describe(e)
         after = await state_fingerprint(page)
-        record = {"step": name, "args": args, "ok": error is None, "error": error, "before": before, "after": after,
-                  "state_changed": before != after}  # fmt: skip
+        record = {
+            "step": name,
+            "args": args,
+            "ok": error is None,
+            "error": error,
+            "before": before,
+            "after": after,
+            "state_changed": before != after,
+        }
         self.session.add(EvidenceItem(item_id, "action", self.route, self.viewport, data=record))
         self.ids.append(item_id)
         status = f"error: {error}" if error else ("the page state changed" if before != after else "no state change")

@@ -47,8 +47,9 @@ async def grade(criterion: Criterion, session: EvidenceSession) -> CriterionVerd
                 call = check(a, loaded, session)
                 checks.append(await (bounded(call, page, f"checking {a[0]}") if page is not None else call))
         if context is not None and loaded is not None and timeout is None:
-            shot = await bounded(loaded.page.screenshot(full_page=False, type="png", timeout=0), loaded.page,
-                                 "probe screenshot")  # fmt: skip
+            shot = await bounded(
+                loaded.page.screenshot(full_page=False, type="png", timeout=0), loaded.page, "probe screenshot"
+            )
             cited.append(
                 session.add(
                     EvidenceItem(

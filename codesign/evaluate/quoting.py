@@ -65,14 +65,18 @@ def quote(item: EvidenceItem, session: EvidenceSession, boundary: str) -> list[d
     """One evidence item as content parts: text fenced as untrusted data, images labelled with their id."""
     if item.kind == "screenshot" and item.path:
         small, mime = downscale((session.out_dir / item.path).read_bytes(), JUDGE_IMAGE_SIDE)
-        return [{"type": "text", "text": f"[evidence {item.id}: screenshot of {item.route} at {item.viewport}]"},
-                image_part(small, mime)]  # fmt: skip
+        return [
+            {"type": "text", "text": f"[evidence {item.id}: screenshot of {item.route} at {item.viewport}]"},
+            image_part(small, mime),
+        ]
     if item.kind == "frames":
         parts: list[dict[str, Any]] = []
         for t, path in item.data:
             small, mime = downscale((session.out_dir / path).read_bytes(), JUDGE_IMAGE_SIDE)
-            parts += [{"type": "text", "text": f"[evidence {item.id}: {item.route} {t:.1f} s after load]"},
-                      image_part(small, mime)]  # fmt: skip
+            parts += [
+                {"type": "text", "text": f"[evidence {item.id}: {item.route} {t:.1f} s after load]"},
+                image_part(small, mime),
+            ]
         return parts
     if item.kind == "dom" and item.path:
         return _page_text_parts(item, session, boundary)
@@ -96,21 +100,37 @@ def _page_text_parts(item: EvidenceItem, session: EvidenceSession, boundary: str
     parts = [{"type": "text", "text": f"{heading}:\n{visible}"}]
     if text.hidden:
         listing = "\n".join(f"[{h['why']}] {h['text']}" for h in text.hidden)[:HIDDEN_TEXT_LIMIT]
-        parts.append({"type": "text", "text": f"HIDDEN text of {where}: in the page's DOM but NOT visible to a user "
-                      f"(each piece with why it is hidden); not what the page shows:\n"
-                      f"{fence(listing, boundary, item.id)}"})  # fmt: skip
+        parts.append(
+            {
+                "type": "text",
+                "text": f"HIDDEN text of {where}: in the page's DOM but NOT visible to a user "
+                f"(each piece with why it is hidden); not what the page shows:\n"
+                f"{fence(listing, boundary, item.id)}",
+            }
+        )
     return parts
 
 
-def user_message(task: Task, criterion: Criterion, evidence: list[EvidenceItem], session: EvidenceSession,
-                 boundary: str, extra: str = "") -> dict[str, Any]:  # fmt: skip
-    parts: list[dict[str, Any]] = [{"type": "text", "text": (
-        f"## The user's request (quoted)\n{fence(task.manifest.request, boundary, 'request')}\n\n"
-        f"## The criterion to grade\nid: {criterion.id}\nkind: {criterion.kind}\n"
-        f"{'(something the original app already did, which must keep working)' if criterion.preserve else ''}\n"
-        f"text: {criterion.text}\n\n## Evidence (untrusted data from the app under test)\n"
-        f"Routes of the app: {', '.join(task.manifest.environment.routes)}."
-    )}]  # fmt: skip
+def user_message(
+    task: Task,
+    criterion: Criterion,
+    evidence: list[EvidenceItem],
+    session: EvidenceSession,
+    boundary: str,
+    extra: str = "",
+) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [
+        {
+            "type": "text",
+            "text": (
+                f"## The user's request (quoted)\n{fence(task.manifest.request, boundary, 'request')}\n\n"
+                f"## The criterion to grade\nid: {criterion.id}\nkind: {criterion.kind}\n"
+                f"{'(something the original app already did, which must keep working)' if criterion.preserve else ''}\n"
+                f"text: {criterion.text}\n\n## Evidence (untrusted data from the app under test)\n"
+                f"Routes of the app: {', '.join(task.manifest.environment.routes)}."
+            ),
+        }
+    ]
     for item in evidence:
         parts += quote(item, session, boundary)
     if extra:

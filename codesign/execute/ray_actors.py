@@ -17,8 +17,15 @@ from codesign.execute.prerequisites import NodeRequirements
 class TrialWorker:
     """A Ray actor body: one shared browser, many concurrent trials."""
 
-    def __init__(self, browser_executable: str | None, max_concurrency: int = 8, browser_slots: int | None = None,
-                 locks: Any = None, holder: str = "", lease_s: float | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        browser_executable: str | None,
+        max_concurrency: int = 8,
+        browser_slots: int | None = None,
+        locks: Any = None,
+        holder: str = "",
+        lease_s: float | None = None,
+    ) -> None:
         from codesign import leases
         from codesign.runtime.browser import Browser
         from codesign.store import use_lock_service

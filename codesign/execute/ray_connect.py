@@ -44,8 +44,9 @@ def use_token_auth(address: str) -> None:
     Config.initialize("")  # Ray read its mode at import: refresh it
 
 
-def ensure_ray(address: str | None, num_cpus: int | None = None, runtime_env: dict | None = None,
-               browsers: int | None = None) -> None:  # fmt: skip
+def ensure_ray(
+    address: str | None, num_cpus: int | None = None, runtime_env: dict | None = None, browsers: int | None = None
+) -> None:
     """Connect once per process: ``address`` / ``$RAY_ADDRESS`` for a cluster, else a new local instance
     (declaring ``browsers`` units of the ``browser`` resource).
 

@@ -48,8 +48,11 @@ def no_room(need: dict[str, float]) -> tuple[str, str]:
 
     have = ray.cluster_resources()
     nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
-    short = [f"{k} (an actor needs {v:g}, the largest node has {max((n.get(k, 0) for n in nodes), default=0):g})"
-             for k, v in need.items() if v > 0]  # fmt: skip
+    short = [
+        f"{k} (an actor needs {v:g}, the largest node has {max((n.get(k, 0) for n in nodes), default=0):g})"
+        for k, v in need.items()
+        if v > 0
+    ]
     return (
         "no Ray node has room for one trial actor: " + "; ".join(short) + f" (cluster: {have})",
         f"start nodes with a {BROWSER} resource (python -m codesign.cluster start, or ray start "

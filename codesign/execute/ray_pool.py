@@ -48,9 +48,13 @@ class RayExecutor:
     resources: dict[str, float] = field(default_factory=lambda: {BROWSER: 1.0})  # custom resources per actor
     env_from_driver: list[str] = field(default_factory=list)  # variables (keys) passed to workers by name only
 
-    def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
-            budget: Budget | None = None, on_start: Callable[[dict[str, Any]], None] | None = None,
-            ) -> list[TrialRecord]:  # fmt: skip
+    def run(
+        self,
+        specs: list[dict[str, Any]],
+        on_result: Callable[[TrialRecord], None],
+        budget: Budget | None = None,
+        on_start: Callable[[dict[str, Any]], None] | None = None,
+    ) -> list[TrialRecord]:
         import ray
 
         if not specs:
@@ -59,8 +63,14 @@ class RayExecutor:
         ensure_ray(self.address, self.local_num_cpus, self.runtime_env, self.num_workers)
         store_uri = specs[0]["store_root"]
         token_path, token = store_token(store_uri)
-        requirements = NodeRequirements(store_uri, specs[0].get("scratch_root"), specs[0]["node_cache"],
-                                        token_path, token, sorted(needed_keys(specs)))  # fmt: skip
+        requirements = NodeRequirements(
+            store_uri,
+            specs[0].get("scratch_root"),
+            specs[0]["node_cache"],
+            token_path,
+            token,
+            sorted(needed_keys(specs)),
+        )
         here = on_driver_node()
         lease_s = lease_seconds()  # the driver's, for every keeper and worker of the run
         lock_actor = ray.remote(StageLocks).options(num_cpus=0, max_concurrency=1000, scheduling_strategy=here)

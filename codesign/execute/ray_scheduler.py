@@ -41,9 +41,17 @@ class PooledWorker:
 class TrialPool:
     """One run's actors and trials: places workers, feeds them, replaces the dead, re-runs what they lost."""
 
-    def __init__(self, executor: RayExecutor, specs: list[dict[str, Any]], holders: list[Any],
-                 requirements: NodeRequirements, budget: Budget, on_result: Callable[[TrialRecord], None],
-                 on_start: Callable[[dict[str, Any]], None] | None = None, lease_s: float | None = None):  # fmt: skip
+    def __init__(
+        self,
+        executor: RayExecutor,
+        specs: list[dict[str, Any]],
+        holders: list[Any],
+        requirements: NodeRequirements,
+        budget: Budget,
+        on_result: Callable[[TrialRecord], None],
+        on_start: Callable[[dict[str, Any]], None] | None = None,
+        lease_s: float | None = None,
+    ):
         import ray
 
         self.lease_s = lease_s

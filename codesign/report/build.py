@@ -38,9 +38,16 @@ class Report:
     figures: dict[str, list[tuple[str, bytes]]] = field(default_factory=dict)
 
     def frames(self) -> dict[str, pl.DataFrame]:
-        return {"main": self.main, "breakdowns": self.breakdowns, "sensitivity": self.sensitivity, "rho": self.rho,
-                "attribution": self.attribution, "adjusted": self.adjusted, "agreement": self.agreement,
-                "denominators": self.denominators}  # fmt: skip
+        return {
+            "main": self.main,
+            "breakdowns": self.breakdowns,
+            "sensitivity": self.sensitivity,
+            "rho": self.rho,
+            "attribution": self.attribution,
+            "adjusted": self.adjusted,
+            "agreement": self.agreement,
+            "denominators": self.denominators,
+        }
 
 
 def build_report(collection: Collection, draw: bool = True) -> Report:
@@ -48,9 +55,17 @@ def build_report(collection: Collection, draw: bool = True) -> Report:
     main = tables.main_table(tasks)
     side, rho = tables.sensitivity(main)
     breakdowns = tables.breakdowns(tasks)
-    report = Report(collection, main, breakdowns, side, rho, tables.attribution(tasks),
-                    tables.adjusted(tasks, main), tables.agreement(collection.verdicts),
-                    tables.denominators(tasks, collection.verdicts))  # fmt: skip
+    report = Report(
+        collection,
+        main,
+        breakdowns,
+        side,
+        rho,
+        tables.attribution(tasks),
+        tables.adjusted(tasks, main),
+        tables.agreement(collection.verdicts),
+        tables.denominators(tasks, collection.verdicts),
+    )
     if draw:
         report.figures = _figures(report)
     return report
@@ -96,12 +111,19 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
                 evidence_uri = f"{run.store.rstrip('/')}/{where}"
             elif (folder := local_path(run.store) / where).is_dir():
                 evidence_href = os.path.relpath(folder, out_dir) + "/"
-        trials.append({
-            "cell": " · ".join(f"{c}={row[c]}" for c in CELL), "task_id": row["task_id"], "seed": row["seed"],
-            "status": row["status"], "strict": "" if row["strict"] is None else f"{row['strict']:.3f}",
-            "run": run.name, "report": os.path.relpath(run.report, out_dir) if run.report else None,
-            "evidence_href": evidence_href, "evidence_uri": evidence_uri,
-        })  # fmt: skip
+        trials.append(
+            {
+                "cell": " · ".join(f"{c}={row[c]}" for c in CELL),
+                "task_id": row["task_id"],
+                "seed": row["seed"],
+                "status": row["status"],
+                "strict": "" if row["strict"] is None else f"{row['strict']:.3f}",
+                "run": run.name,
+                "report": os.path.relpath(run.report, out_dir) if run.report else None,
+                "evidence_href": evidence_href,
+                "evidence_uri": evidence_uri,
+            }
+        )
     data_uri = lambda png: "data:image/png;base64," + base64.b64encode(png).decode()  # noqa: E731
     main = report.main.select([c for c in MAIN_COLUMNS if c in report.main.columns])
     template = resources.files("codesign.report").joinpath("templates/report.html").read_text()
@@ -137,9 +159,12 @@ def markdown(report: Report) -> str:
     # In a terminal the denominators keep the buckets that are not empty (the page and the parquet keep all).
     counted = report.denominators
     shown = counted.select([c for c in counted.columns if c in CELL or c in ("planned", "scored") or counted[c].sum()])
-    parts = [("Main table", main), ("Denominators (trials planned, scored, and the buckets that are not empty; "
-              "criteria by grader)", shown), ("Combined (all tasks weighted equally)",
-              main.filter(pl.col("track") == "ALL")), ("Breakdowns", report.breakdowns)]  # fmt: skip
+    parts = [
+        ("Main table", main),
+        ("Denominators (trials planned, scored, and the buckets that are not empty; criteria by grader)", shown),
+        ("Combined (all tasks weighted equally)", main.filter(pl.col("track") == "ALL")),
+        ("Breakdowns", report.breakdowns),
+    ]
     if report.sensitivity.height:
         parts += [("Sensitivity", report.sensitivity), ("Rank stability (Spearman ρ)", report.rho)]
     parts += [("Failure attribution", report.attribution), ("Environment-adjusted", report.adjusted)]
@@ -155,6 +180,13 @@ def _markdown_table(frame: pl.DataFrame) -> str:
     if frame.is_empty():
         return "_none_"
     shown = frame.with_columns(pl.col(pl.Float64).round(3))
-    with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
-                   tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=60):  # fmt: skip
+    with pl.Config(
+        tbl_formatting="MARKDOWN",
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=10_000,
+        fmt_str_lengths=60,
+    ):
         return str(shown)

@@ -74,11 +74,24 @@ def sensitivity(main: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
                 continue
             context = ",".join(f"{k}={v}" for k, v in zip(others, key[2:], strict=True))
             shift = max(score.values()) - min(score.values())
-            rows.append({"factor": factor, "model": key[0], "track": key[1], "context": context,
-                         "scores": " · ".join(f"{lv} {score[lv]:.3f}" for lv in levels if lv in score),
-                         "largest_shift": shift})  # fmt: skip
-    schema = {"factor": pl.String, "model": pl.String, "track": pl.String, "context": pl.String,
-              "scores": pl.String, "largest_shift": pl.Float64}  # fmt: skip
+            rows.append(
+                {
+                    "factor": factor,
+                    "model": key[0],
+                    "track": key[1],
+                    "context": context,
+                    "scores": " · ".join(f"{lv} {score[lv]:.3f}" for lv in levels if lv in score),
+                    "largest_shift": shift,
+                }
+            )
+    schema = {
+        "factor": pl.String,
+        "model": pl.String,
+        "track": pl.String,
+        "context": pl.String,
+        "scores": pl.String,
+        "largest_shift": pl.Float64,
+    }
     side_by_side = _by_track(pl.DataFrame(rows, schema=schema), ["factor", "model"])
     rho = rank_stability(main.select([*CELL, "track", "strict"]))
     return side_by_side, rho.filter(pl.col("compare") == "models")

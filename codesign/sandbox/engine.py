@@ -132,15 +132,19 @@ def busybox_image() -> str:
         archive = io.BytesIO()
         with tarfile.open(fileobj=archive, mode="w") as tar:
             tar.add(root, arcname=".")
-        client.api.import_image_from_data(archive.getvalue(), repository=BUSYBOX_IMAGE.split(":")[0],
-                                          tag=BUSYBOX_IMAGE.split(":")[1])  # fmt: skip
+        client.api.import_image_from_data(
+            archive.getvalue(), repository=BUSYBOX_IMAGE.split(":")[0], tag=BUSYBOX_IMAGE.split(":")[1]
+        )
     return BUSYBOX_IMAGE
 
 
 def _debian_mirror() -> str | None:
     """The Debian mirror this machine's apt uses (debootstrap's own default otherwise)."""
-    sources = [*Path("/etc/apt/sources.list.d").glob("*.sources"), Path("/etc/apt/sources.list"),
-               *Path("/etc/apt/sources.list.d").glob("*.list")]  # fmt: skip
+    sources = [
+        *Path("/etc/apt/sources.list.d").glob("*.sources"),
+        Path("/etc/apt/sources.list"),
+        *Path("/etc/apt/sources.list.d").glob("*.list"),
+    ]
     for path in sources:
         text = path.read_text(errors="replace") if path.is_file() else ""
         for uri in re.findall(r"^URIs:\s*(\S+)", text, re.M) + re.findall(r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)", text, re.M):
@@ -162,8 +166,16 @@ def node_image() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         rootfs = Path(tmp) / "rootfs"
         mirror = _debian_mirror()
-        run_command(["debootstrap", "--variant=minbase", "--include=git,ca-certificates,patch,procps", "bookworm",
-              str(rootfs), *([mirror] if mirror else [])])  # fmt: skip
+        run_command(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                "--include=git,ca-certificates,patch,procps",
+                "bookworm",
+                str(rootfs),
+                *([mirror] if mirror else []),
+            ]
+        )
         node_root = Path(node).resolve().parent.parent  # e.g. /usr: bin/node and lib/node_modules/npm
         shutil.copy2(Path(node).resolve(), rootfs / "usr/local/bin/node")
         npm_dir = node_root / "lib" / "node_modules" / "npm"
@@ -174,7 +186,8 @@ def node_image() -> str:
         with (rootfs / "etc/passwd").open("a") as f:
             f.write("agent:x:1000:1000::/tmp:/bin/bash\n")
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-        client.api.import_image_from_stream(tar.stdout, repository=NODE_IMAGE.split(":")[0],
-                                            tag=NODE_IMAGE.split(":")[1])  # fmt: skip
+        client.api.import_image_from_stream(
+            tar.stdout, repository=NODE_IMAGE.split(":")[0], tag=NODE_IMAGE.split(":")[1]
+        )
         tar.wait()
     return NODE_IMAGE

@@ -89,16 +89,30 @@ class LocalSandbox:
     ) -> LocalSandbox:
         """The same kind of sandbox for code the model wrote (install, build, serve): always confined and
         offline, whatever this one allows."""
-        return replace(self, workspace=workspace, home=home, confine=True, network=False, env=None,
-                       read_only=[], writable=[], frozen=list(frozen), caches=list(caches), _forwards={},
-                       _relay=None, _sockets=None)  # fmt: skip
+        return replace(
+            self,
+            workspace=workspace,
+            home=home,
+            confine=True,
+            network=False,
+            env=None,
+            read_only=[],
+            writable=[],
+            frozen=list(frozen),
+            caches=list(caches),
+            _forwards={},
+            _relay=None,
+            _sockets=None,
+        )
 
     def check(self) -> None:
         if not self.isolated:
             return
         if not shutil.which("bwrap"):
-            raise ConfigError("sandbox.confine / sandbox.network=false need bubblewrap (bwrap), which is not installed",
-                              "run `python -m codesign.install run` (as root: apt-get install bubblewrap)")  # fmt: skip
+            raise ConfigError(
+                "sandbox.confine / sandbox.network=false need bubblewrap (bwrap), which is not installed",
+                "run `python -m codesign.install run` (as root: apt-get install bubblewrap)",
+            )
         problem = _bwrap_works()
         if problem:
             raise EnvironmentSetupError(
@@ -137,8 +151,9 @@ class LocalSandbox:
         self, command: str, timeout: float | None = None, stdin: str | None = None, env: dict[str, str] | None = None
     ) -> ExecResult:
         """``env`` adds variables for this command (e.g. an agent CLI's proxy address) on top of the scrubbed set."""
-        return run_in_group(self.argv(command), self.workspace, self._environment(env),
-                            timeout or self.command_timeout_s, stdin=stdin)  # fmt: skip
+        return run_in_group(
+            self.argv(command), self.workspace, self._environment(env), timeout or self.command_timeout_s, stdin=stdin
+        )
 
     def expose(self, path: str | Path) -> None:
         """Let commands read ``path`` (e.g. an agent CLI installed outside the system folders)."""
@@ -171,9 +186,15 @@ class LocalSandbox:
             host_port = self._relays().tcp_to_unix(socket_path)
         log = self.home / f"serve-{port}.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen(self.argv(command.replace("{port}", str(port)), relays), cwd=self.workspace,
-                                    env=self._environment(None), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                self.argv(command.replace("{port}", str(port)), relays),
+                cwd=self.workspace,
+                env=self._environment(None),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         base = f"http://127.0.0.1:{host_port}"
 
         def exited() -> str | None:

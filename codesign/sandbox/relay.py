@@ -28,8 +28,9 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.close()
 
 
-async def _bridge(a: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-                  b: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:  # fmt: skip
+async def _bridge(
+    a: tuple[asyncio.StreamReader, asyncio.StreamWriter], b: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
     """Both directions until either side closes. ``close()`` cancels open bridges (a dev server's
     long-lived sockets): that ends them quietly, since asyncio logs a cancelled connection handler."""
     with contextlib.suppress(asyncio.CancelledError):

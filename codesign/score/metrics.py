@@ -23,9 +23,17 @@ if TYPE_CHECKING:  # polars' own name for a column type (a class like pl.String 
 
 CELL = ["model", "harness", "regime", "evaluator"]
 # Evaluator effort, per trial (LLM evaluators report it; probes cost nothing).
-EVAL_TELEMETRY = {f"{role}_{k}": t for role in ("judge", "verifier")
-                  for k, t in (("calls", pl.Int64), ("input_tokens", pl.Int64), ("output_tokens", pl.Int64),
-                               ("cost_usd", pl.Float64), ("abandoned_calls", pl.Int64))}  # fmt: skip
+EVAL_TELEMETRY = {
+    f"{role}_{k}": t
+    for role in ("judge", "verifier")
+    for k, t in (
+        ("calls", pl.Int64),
+        ("input_tokens", pl.Int64),
+        ("output_tokens", pl.Int64),
+        ("cost_usd", pl.Float64),
+        ("abandoned_calls", pl.Int64),
+    )
+}
 EVAL_TELEMETRY["evaluator_errors"] = pl.Int64
 _SCORE = {v.value: s for v, s in VERDICT_SCORE.items()}
 
@@ -42,8 +50,13 @@ def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
         if r.evaluation is None:
             continue
         for v in r.evaluation.verdicts:
-            row = {**_cell(r), "trial_key": r.trial_key, "task_id": r.task_id, "track": r.track,
-                   **redact_data(asdict(v))}  # fmt: skip
+            row = {
+                **_cell(r),
+                "trial_key": r.trial_key,
+                "task_id": r.task_id,
+                "track": r.track,
+                **redact_data(asdict(v)),
+            }
             row["score"] = _SCORE.get(v.verdict)  # null for an ungraded criterion: never a zero
             row["refutation"] = json.dumps(v.refutation) if v.refutation is not None else None
             rows.append(row)
@@ -206,16 +219,24 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
         .drop("track_order")
     )
     spread = pl.DataFrame(
-        [{**dict(zip([*CELL, "track"], key, strict=True)), **_spread(group)}
-         for key, group in both.filter(scored).group_by([*CELL, "track"])],
+        [
+            {**dict(zip([*CELL, "track"], key, strict=True)), **_spread(group)}
+            for key, group in both.filter(scored).group_by([*CELL, "track"])
+        ],
         schema={**dict.fromkeys([*CELL, "track"], pl.String), **SPREAD},
-    )  # fmt: skip
+    )
     return out.join(spread, on=[*CELL, "track"], how="left")
 
 
 BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED = 1000, 0
-SPREAD = {"repeats": pl.Int64, "strict_sd": pl.Float64, "strict_lo": pl.Float64, "strict_hi": pl.Float64,
-          "pass_at_k": pl.Float64, "pass_pow_k": pl.Float64}  # fmt: skip
+SPREAD = {
+    "repeats": pl.Int64,
+    "strict_sd": pl.Float64,
+    "strict_lo": pl.Float64,
+    "strict_hi": pl.Float64,
+    "pass_at_k": pl.Float64,
+    "pass_pow_k": pl.Float64,
+}
 
 
 def _spread(trials: pl.DataFrame) -> dict[str, Any]:
@@ -267,9 +288,12 @@ def breakdown_frame(tasks: pl.DataFrame) -> pl.DataFrame:
     (1-2 vs 3-4), and both tracks by capability dimension (a task counts once in each of its dimensions)."""
     scored = tasks.filter(pl.col("status") == TrialStatus.OK.value)
     metrics = [
-        pl.len().alias("tasks"), pl.col("strict").mean(), pl.col("graded").mean(),
-        pl.col("full_pass").cast(pl.Float64).mean(), (pl.col("n_pass") == 0).cast(pl.Float64).mean().alias("zero_pass"),
-    ]  # fmt: skip
+        pl.len().alias("tasks"),
+        pl.col("strict").mean(),
+        pl.col("graded").mean(),
+        pl.col("full_pass").cast(pl.Float64).mean(),
+        (pl.col("n_pass") == 0).cast(pl.Float64).mean().alias("zero_pass"),
+    ]
     parts = [
         scored.filter(pl.col("track") == "ME").with_columns(dimension=pl.lit("modality"), group=pl.col("modality")),
         scored.filter(pl.col("track") == "RE").with_columns(
@@ -277,7 +301,7 @@ def breakdown_frame(tasks: pl.DataFrame) -> pl.DataFrame:
             group=pl.when(pl.col("n_edit_types") <= 2).then(pl.lit("1-2")).otherwise(pl.lit("3-4")),
         ),
         scored.with_columns(dimension=pl.lit("capability"), group=pl.col("capability").str.split(",")).explode("group"),
-    ]  # fmt: skip
+    ]
     both = pl.concat(
         [p.select([*CELL, "dimension", "group", "strict", "graded", "full_pass", "n_pass"]) for p in parts]
     )
@@ -309,8 +333,12 @@ def format_summary(summary: pl.DataFrame) -> str:
 def format_errors(tasks: pl.DataFrame) -> str:
     """The trials left out of the scores, each kind with its cause: ``errors`` and ``aborted`` in the summary
     are counts; this says why (one line per status and cause, with the tasks it hit)."""
-    left_out = [TrialStatus.TASK_ERROR.value, TrialStatus.INFRA_ERROR.value, TrialStatus.GRADING_ERROR.value,
-                TrialStatus.ABORTED.value]  # fmt: skip
+    left_out = [
+        TrialStatus.TASK_ERROR.value,
+        TrialStatus.INFRA_ERROR.value,
+        TrialStatus.GRADING_ERROR.value,
+        TrialStatus.ABORTED.value,
+    ]
     rows = (
         tasks.filter(pl.col("status").is_in(left_out))
         .with_columns(cause=pl.col("message").fill_null("").str.split("\n").list.first().str.slice(0, 200))

@@ -42,8 +42,10 @@ def check_media_support(needs: dict[str, set[str]]) -> None:
             except ImportError as e:
                 missing.append(f"{module} ({modality}: {', '.join(sorted(tasks))}): {e}")
     if missing:
-        raise EnvironmentSetupError("attachments cannot be prepared: " + "; ".join(missing),
-                                    "install codesign's dependencies: make setup (or pip install -e .)")  # fmt: skip
+        raise EnvironmentSetupError(
+            "attachments cannot be prepared: " + "; ".join(missing),
+            "install codesign's dependencies: make setup (or pip install -e .)",
+        )
 
 
 def _image_part(data: bytes, mime: str = "image/png") -> dict[str, Any]:
@@ -148,11 +150,15 @@ def content_parts(attachment: dict[str, Any], vision: bool = True, audio: bool =
             data = base64.b64encode(path.read_bytes()).decode()
             parts.append({"type": "input_audio", "input_audio": {"data": data, "format": fmt}})
         else:
-            parts.append(_text(
-                f"Audio file ({path.suffix.lstrip('.')}, {duration:.1f} s) that this model cannot listen to. "
-                f"The raw file is in the workspace at _attachments/{name}; transcribe or analyse it with tools "
-                "if you can." if duration else f"Audio file at _attachments/{name} (this model cannot listen to it)."
-            ))  # fmt: skip
+            parts.append(
+                _text(
+                    f"Audio file ({path.suffix.lstrip('.')}, {duration:.1f} s) that this model cannot listen to. "
+                    f"The raw file is in the workspace at _attachments/{name}; transcribe or analyse it with tools "
+                    "if you can."
+                    if duration
+                    else f"Audio file at _attachments/{name} (this model cannot listen to it)."
+                )
+            )
     elif modality == "document":
         if path.suffix.lower() == ".pdf":
             parts.append(_text(f"Extracted text:\n{pdf_text(path)}"))

@@ -29,16 +29,21 @@ def anthropic_sse(message: dict[str, Any]) -> bytes:
     events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
     for i, block in enumerate(message.get("content") or []):
         if block["type"] == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": {"type": "text", "text": ""}}))  # fmt: skip
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                )
+            )
             text = block["text"]
             for j in range(0, len(text), 64):
                 delta = {"type": "text_delta", "text": text[j : j + 64]}
                 events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
         elif block["type"] == "tool_use":
             start_block = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": start_block}))  # fmt: skip
+            events.append(
+                ("content_block_start", {"type": "content_block_start", "index": i, "content_block": start_block})
+            )
             args = json.dumps(block.get("input") or {})
             for j in range(0, len(args), 64):
                 delta = {"type": "input_json_delta", "partial_json": args[j : j + 64]}
@@ -46,9 +51,16 @@ def anthropic_sse(message: dict[str, Any]) -> bytes:
         else:
             continue
         events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    events.append(("message_delta", {"type": "message_delta",
-                                     "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": None},
-                                     "usage": {"output_tokens": usage.get("output_tokens", 0)}}))  # fmt: skip
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": None},
+                "usage": {"output_tokens": usage.get("output_tokens", 0)},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
 
@@ -120,11 +132,19 @@ class ModelProxy:
                 self.recorder.count_tool_call(fn["name"], args)
         response = self._litellm.ModelResponse(
             id=f"msg_codesign_{self.calls}",
-            choices=[{"index": 0, "message": reply.message,
-                      "finish_reason": "tool_calls" if reply.message.get("tool_calls") else "stop"}],
-            usage={"prompt_tokens": reply.usage.input_tokens, "completion_tokens": reply.usage.output_tokens,
-                   "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens},
-        )  # fmt: skip
+            choices=[
+                {
+                    "index": 0,
+                    "message": reply.message,
+                    "finish_reason": "tool_calls" if reply.message.get("tool_calls") else "stop",
+                }
+            ],
+            usage={
+                "prompt_tokens": reply.usage.input_tokens,
+                "completion_tokens": reply.usage.output_tokens,
+                "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens,
+            },
+        )
         message = dict(self._adapter.translate_openai_response_to_anthropic(response))
         message["model"] = body.get("model", "codesign")
         message["usage"] = {

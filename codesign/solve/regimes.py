@@ -131,8 +131,12 @@ class SingleShot:
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": parts},
         ]
-        recorder.log("prompt", messages=[messages[0], {"role": "user", "content": "[request, attachments, source]"}],
-                     files=[p for p, _ in files], omitted=omitted)  # fmt: skip
+        recorder.log(
+            "prompt",
+            messages=[messages[0], {"role": "user", "content": "[request, attachments, source]"}],
+            files=[p for p, _ in files],
+            omitted=omitted,
+        )
         recorder.check_limits()
         reply = model.query(messages, [])
         recorder.model_replied(reply)

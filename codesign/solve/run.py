@@ -107,8 +107,10 @@ def solve_task(
         cap_kb = getattr(regime, "max_patch_kb", None)
         if cap_kb is not None and len(patch.encode()) > cap_kb * 1024:  # e.g. a 30 MB file left behind
             status = ExitStatus.AGENT_ERROR
-            message = (f"the final workspace differs from the app by {len(patch.encode()) / 1e6:.1f} MB, over the "
-                       f"regime's cap of {cap_kb} KB (regime.max_patch_kb); nothing is graded")  # fmt: skip
+            message = (
+                f"the final workspace differs from the app by {len(patch.encode()) / 1e6:.1f} MB, over the "
+                f"regime's cap of {cap_kb} KB (regime.max_patch_kb); nothing is graded"
+            )
             patch = ""
         recorder.log("end", exit_status=status.value, message=message)
         telemetry = recorder.close()

@@ -77,8 +77,13 @@ class Progress:
         for column in ("cell", "done", "running", "failed", "spend $"):
             table.add_column(column, justify="left" if column == "cell" else "right")
         for cell, counts in self.counts.items():
-            table.add_row(cell, f"{counts['done']}/{self.cells.get(cell, '?')}", str(counts["running"]),
-                          str(counts["failed"]), f"{self.spend[cell]:.4f}")  # fmt: skip
+            table.add_row(
+                cell,
+                f"{counts['done']}/{self.cells.get(cell, '?')}",
+                str(counts["running"]),
+                str(counts["failed"]),
+                f"{self.spend[cell]:.4f}",
+            )
         return table
 
     def __rich__(self) -> Any:

@@ -27,8 +27,14 @@ from codesign.solve.ended import AgentError, Submitted, TimeCapReached, TurnCapR
 from codesign.solve.proxy import ModelProxy
 
 PACKAGE = "@anthropic-ai/claude-code"
-_ALIASES = ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-            "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL")  # fmt: skip
+_ALIASES = (
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CODE_SUBAGENT_MODEL",
+)
 
 
 def tools_dir() -> Path:
@@ -49,9 +55,13 @@ def ensure_cli(version: str) -> Path:
         if not exe.is_file():
             # A project-local install (not --prefix, which would also move npm's global config: its CA settings)
             (prefix / "package.json").write_text('{"private": true}\n')
-            proc = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
-                                   f"{PACKAGE}@{version}"], cwd=prefix, capture_output=True, text=True,
-                                  timeout=600)  # fmt: skip
+            proc = subprocess.run(
+                ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", f"{PACKAGE}@{version}"],
+                cwd=prefix,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             if proc.returncode != 0 or not exe.is_file():
                 raise EnvironmentSetupError(
                     f"installing {PACKAGE}@{version} failed: {(proc.stderr or proc.stdout)[-1500:]}",
@@ -96,11 +106,16 @@ class ClaudeCodeHarness:
                 sandbox.expose(exe.resolve().parent if self.cli else exe.parents[2])
             base_url = sandbox.forward(proxy.base_url) if hasattr(sandbox, "forward") else proxy.base_url
             env = {
-                "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": proxy.token,
-                "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-                "CLAUDE_CODE_MAX_RETRIES": str(self.max_api_retries), **dict.fromkeys(_ALIASES, alias),
-            }  # fmt: skip
+                "ANTHROPIC_BASE_URL": base_url,
+                "ANTHROPIC_API_KEY": proxy.token,
+                "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+                "CLAUDE_CODE_MAX_RETRIES": str(self.max_api_retries),
+                **dict.fromkeys(_ALIASES, alias),
+            }
             if os.geteuid() == 0:
                 env["IS_SANDBOX"] = "1"  # otherwise --dangerously-skip-permissions refuses to run as root
             argv = [str(exe), "--print", "--output-format", "stream-json", "--verbose", "--max-turns",
@@ -119,8 +134,12 @@ class ClaudeCodeHarness:
             if event.get("type") == "result":
                 final = event
         if final is not None:
-            recorder.log("cli_result", cli_cost_usd=final.get("total_cost_usd"), num_turns=final.get("num_turns"),
-                         subtype=final.get("subtype"))  # fmt: skip
+            recorder.log(
+                "cli_result",
+                cli_cost_usd=final.get("total_cost_usd"),
+                num_turns=final.get("num_turns"),
+                subtype=final.get("subtype"),
+            )
         raise self._ending(proxy, result.timed_out, final, result.output)
 
     @staticmethod

@@ -43,8 +43,11 @@ class _SandboxEnvironment:
         command = action.get("command", "")
         result = self.sandbox.execute(command, timeout=timeout or self.timeout_s)
         self.recorder.tool_called("bash", {"command": command}, result.output)
-        output = {"output": result.output, "returncode": -1 if result.returncode is None else result.returncode,
-                  "exception_info": "the command timed out and was killed" if result.timed_out else ""}  # fmt: skip
+        output = {
+            "output": result.output,
+            "returncode": -1 if result.returncode is None else result.returncode,
+            "exception_info": "the command timed out and was killed" if result.timed_out else "",
+        }
         lines = result.output.lstrip().splitlines(keepends=True)
         if lines and lines[0].strip() == "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" and result.returncode == 0:
             raise MsweaSubmitted(
@@ -99,9 +102,12 @@ def _routed_model(model: Model, recorder: Recorder) -> Any:
             recorder.model_replied(ModelReply(message, reply.usage, reply.cost_usd, reply.cost_source))
             return litellm.ModelResponse(
                 choices=[{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-                usage={"prompt_tokens": reply.usage.input_tokens, "completion_tokens": reply.usage.output_tokens,
-                       "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens},
-            )  # fmt: skip
+                usage={
+                    "prompt_tokens": reply.usage.input_tokens,
+                    "completion_tokens": reply.usage.output_tokens,
+                    "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens,
+                },
+            )
 
         def _calculate_cost(self, response: Any) -> dict[str, float]:
             return {"cost": 0.0}  # codesign's recorder keeps the real figure and its source
@@ -148,8 +154,12 @@ class MiniSweAgentHarness:
 
         agent_cfg = {**_mswea_config(self.config_file).get("agent", {}), **self.agent}
         limits = recorder.limits
-        agent_cfg |= {"step_limit": limits.max_turns, "cost_limit": 0,
-                      "output_path": None, "wall_time_limit_seconds": int(limits.max_wall_s)}  # fmt: skip
+        agent_cfg |= {
+            "step_limit": limits.max_turns,
+            "cost_limit": 0,
+            "output_path": None,
+            "wall_time_limit_seconds": int(limits.max_wall_s),
+        }
         request = Template(self.task_template, undefined=StrictUndefined).render(task=task)
         agent = DefaultAgent(
             _routed_model(model, recorder), _SandboxEnvironment(sandbox, recorder, self.command_timeout_s), **agent_cfg

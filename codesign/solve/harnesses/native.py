@@ -150,8 +150,9 @@ class NativeHarness:
             if format_errors >= self.max_format_errors:
                 raise AgentError(f"{format_errors} consecutive turns without a usable tool call")
 
-    def step(self, model: Model, sandbox: Sandbox, messages: list[dict[str, Any]], rec: Recorder,
-             tools: _Tools) -> bool:  # fmt: skip
+    def step(
+        self, model: Model, sandbox: Sandbox, messages: list[dict[str, Any]], rec: Recorder, tools: _Tools
+    ) -> bool:
         """One turn. Returns False when the model's tool calls were unusable (a format error)."""
         reply = model.query(messages, TOOLS)
         rec.model_replied(reply)
