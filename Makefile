@@ -1,6 +1,7 @@
-# Two commands on a fresh machine: `make run` (the embedded default, offline) and `make test`.
-# Both set up what is missing first and are fast when everything is already there. Every program codesign
-# runs is declared in codesign/install.py (`python -m codesign.install --list`).
+# Two commands on a fresh machine: `make run` (the embedded default, offline) and `make test`; `make lint` checks
+# style, types (mypy) and the layer contract ([tool.importlinter] in pyproject.toml).
+# Each sets up what is missing first and are fast when everything is already there. Every program codesign
+# runs is declared in codesign/programs.py (`python -m codesign.install --list`).
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -28,9 +29,12 @@ test: setup-test
 	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not alone" --durations=15
 	$(PY) -m pytest -q -m alone --durations=15
 
-lint: setup
+# Style, types and layers: what `.ci/run` checks before the tests (only the venv is needed, no programs).
+lint: $(STAMP)
 	$(VENV)/bin/ruff check codesign tests benchmarks
 	$(VENV)/bin/ruff format --check codesign tests benchmarks
+	$(VENV)/bin/mypy -p codesign
+	$(VENV)/bin/lint-imports
 
 bench: setup
 	$(PY) benchmarks/evidence.py

@@ -19,15 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from codesign.build import build_candidate_sandbox
+from codesign.config import bundled_suite
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.evaluate.run import DEFAULT_SANDBOX, VIEWPORTS
 from codesign.runtime.browser import Browser
-from codesign.runtime.serve import build_app, serve
-from codesign.sandbox.workspace import apply_patch, copy_tree
+from codesign.runtime.serve import serve
+from codesign.sandbox.candidate import build_app, build_candidate_sandbox
 from codesign.tasks.loader import load_suite
-from codesign.tasks.select import bundled_suite
+from codesign.workspace import apply_patch, copy_tree
 
 
 async def floor(browser: Browser, base: str, routes: list[str]) -> float:

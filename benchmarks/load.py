@@ -21,11 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from codesign.config import bundled_suite
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
 from codesign.tasks.loader import load_suite
-from codesign.tasks.select import bundled_suite
 
 DEFAULT_TASKS = ["re-kanban-wip-limits", "re-recipes-search", "me-bakery-header-mockup", "me-pricing-annual-toggle"]
 BURN = "import time\nend = time.monotonic() + 3600\nwhile time.monotonic() < end: pass\n"

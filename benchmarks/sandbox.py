@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from codesign.runtime.serve import BUILD_CACHES, FROZEN, NODE_BUILD
+from codesign.config import bundled_suite
+from codesign.sandbox.candidate import BUILD_CACHES, FROZEN, NODE_BUILD
 from codesign.sandbox.dependencies import cached_node_modules, hydrate_node_modules
 from codesign.sandbox.local import LocalSandbox
-from codesign.sandbox.workspace import copy_tree
 from codesign.tasks.loader import load_task
-from codesign.tasks.select import bundled_suite
+from codesign.workspace import copy_tree
 
 TASK = "re-team-directory-favorites"
 
@@ -47,11 +47,11 @@ def main(repeats: int, docker: bool) -> None:
         confined = plain.for_candidate(ws, Path(tmp) / "home", FROZEN, BUILD_CACHES)
         boxes = {"unconfined": plain, "bubblewrap": confined}
         if docker:
-            from codesign import install
+            from codesign.sandbox import engine
             from codesign.sandbox.docker import DockerSandbox
 
-            install.docker()
-            boxes["docker"] = DockerSandbox(ws, Path(tmp) / "home", image=install.node_image()).for_candidate(
+            engine.docker()
+            boxes["docker"] = DockerSandbox(ws, Path(tmp) / "home", image=engine.node_image()).for_candidate(
                 ws, Path(tmp) / "home"
             )
         print(f"{'':14} {'command ms':>10} {'ratio':>6} {'build s':>8} {'ratio':>6}")

@@ -29,6 +29,7 @@ def main(cfg: DictConfig) -> Any:
     from codesign.track.wandb import sweep_group
 
     hc = HydraConfig.get()
+    assert hc.mode is not None  # Hydra sets the mode before it calls the task function
     sweep = Path(hc.sweep.dir) if hc.mode.name == "MULTIRUN" else None
     name = Path(hc.runtime.output_dir).name if sweep else hc.job.override_dirname or "default"
     group = sweep_group(hc.mode.name, str(hc.sweep.dir), hc.runtime.choices.get("experiment"))

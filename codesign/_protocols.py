@@ -6,14 +6,9 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from codesign._types import ExecResult, TrialRecord, Usage
-
-if TYPE_CHECKING:
-    from codesign.solve.preview import Preview
-    from codesign.solve.recorder import SolveRecorder
-    from codesign.tasks.loader import Task, TaskView
+from codesign._types import CriterionVerdict, ExecResult, Limits, TaskView, Telemetry, TrialRecord, Usage
 
 
 @dataclass
@@ -68,13 +63,45 @@ class Sandbox(Protocol):
     def close(self) -> None: ...
 
 
+class Recorder(Protocol):
+    """Where a harness reports a solve (turns, tool calls, the trajectory) and learns its caps
+    (:class:`codesign.solve.recorder.SolveRecorder`)."""
+
+    telemetry: Telemetry
+
+    @property
+    def limits(self) -> Limits: ...
+
+    def log(self, event: str, /, **payload: Any) -> None: ...
+
+    def check_limits(self) -> None:
+        """Raise the cap's :class:`codesign.solve.ended.Ended` when one is reached (before every model call)."""
+        ...
+
+    def model_replied(self, reply: ModelReply) -> None: ...
+
+    def count_tool_call(self, name: str, args: dict[str, Any]) -> None:
+        """A tool call that runs elsewhere (inside an agent CLI): counted, not executed."""
+        ...
+
+    def tool_called(self, name: str, args: dict[str, Any], output: str) -> None: ...
+
+    def elapsed(self) -> float: ...
+
+
+class Screenshots(Protocol):
+    """The app as it now is in a solver's workspace (:class:`codesign.solve.preview.Preview`)."""
+
+    def screenshot(self, sandbox: Sandbox, route: str = "/", viewport: str = "desktop") -> bytes: ...
+
+
 class Harness(Protocol):
     """Drives a model to revise the workspace. Ends by raising a :class:`codesign.solve.ended.Ended`."""
 
     name: str
 
     def solve(
-        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None
+        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: Recorder, preview: Screenshots | None = None
     ) -> None: ...
 
 
@@ -82,8 +109,11 @@ class Evaluator(Protocol):
     """Grades one final workspace — built, served, its evidence in ``session`` — against the hidden criteria."""
 
     name: str
+    timeout_s: float  # a whole evaluation, evidence and grading
 
-    async def evaluate(self, task: Task, session: Any) -> list[Any]: ...
+    # ``task`` is a codesign.tasks.loader.Task and ``session`` an EvidenceSession: both belong to stages above
+    # these contracts, so they are not named here.
+    async def evaluate(self, task: Any, session: Any) -> list[CriterionVerdict]: ...
 
 
 class Tracker(Protocol):

@@ -96,6 +96,10 @@ def weaker_cost_source(current: str, new: str) -> str:
     return new if rank.get(new, len(COST_SOURCES)) > rank.get(current, len(COST_SOURCES)) else current
 
 
+# The tool families telemetry counts (the paper's appendix G), the same for every harness.
+TOOL_KINDS = ("edit", "shell", "read", "attachment", "screenshot", "media", "other")
+
+
 @dataclass
 class Telemetry:
     """Per-trial effort. Same schema for every harness."""
@@ -118,6 +122,28 @@ class Telemetry:
 
     def count_tool(self, kind: str) -> None:
         self.tool_calls[kind] = self.tool_calls.get(kind, 0) + 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The caps of one solve (the regime's)."""
+
+    max_turns: int = 120
+    max_wall_s: float = 3 * 3600.0
+    max_cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """Everything a solver may see. Criteria and the reference solution are deliberately absent."""
+
+    id: str
+    track: str
+    title: str
+    request: str
+    history: list[dict]
+    attachments: list[dict]  # {path (absolute), name, modality, description}
+    routes: list[str]
 
 
 @dataclass
@@ -144,14 +170,24 @@ class CriterionVerdict:
         return self.ungraded in GRADING_FAILURES
 
     @classmethod
-    def ungraded_by(cls, criterion: Any, grader: str, cause: Ungraded, reason: str,
-                    evidence_ids: list[str] | None = None) -> CriterionVerdict:  # fmt: skip
+    def ungraded_by(
+        cls, criterion: Any, grader: str, cause: Ungraded, reason: str, evidence_ids: list[str] | None = None
+    ) -> CriterionVerdict:
         """A criterion left without a verdict about the app: ``not_gradable`` counts as FAIL, the other causes
         are no verdict at all (``UNGRADED``)."""
         verdict = Verdict.FAIL if cause == Ungraded.NOT_GRADABLE else Verdict.UNGRADED
         category = "not_gradable" if cause == Ungraded.NOT_GRADABLE else None
-        return cls(criterion.id, criterion.kind, criterion.preserve, verdict.value, grader, reason[:2000],
-                   list(evidence_ids or []), category, ungraded=cause.value)  # fmt: skip
+        return cls(
+            criterion.id,
+            criterion.kind,
+            criterion.preserve,
+            verdict.value,
+            grader,
+            reason[:2000],
+            list(evidence_ids or []),
+            category,
+            ungraded=cause.value,
+        )
 
 
 @dataclass
@@ -219,7 +255,8 @@ class TrialRecord:
         return self.status
 
     @classmethod
-    def unrun(cls, task_id: str, cell: dict[str, str], status: TrialStatus, message: str,
-              stage: str = "") -> TrialRecord:  # fmt: skip
+    def unrun(
+        cls, task_id: str, cell: dict[str, str], status: TrialStatus, message: str, stage: str = ""
+    ) -> TrialRecord:
         """A trial with no result to score: a task that did not load, a crash, a budget stop."""
         return cls("", None, task_id, "?", cell, {}, status.value, message=message, stage=stage)

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from codesign.errors import CodesignError, EnvironmentSetupError
-from codesign.execute.ray_pool import BROWSER
+from codesign.execute.ray_connect import BROWSER
 
 
 def default_browsers() -> int:
@@ -60,8 +60,15 @@ def make_token() -> None:
 def start_command(address: str | None, port: int, browsers: int, extra: list[str]) -> list[str]:
     resources = json.dumps({BROWSER: browsers})
     if address is None:
-        return [_ray(), "start", "--head", f"--port={port}", "--include-dashboard=false", f"--resources={resources}",
-                *extra]  # fmt: skip
+        return [
+            _ray(),
+            "start",
+            "--head",
+            f"--port={port}",
+            "--include-dashboard=false",
+            f"--resources={resources}",
+            *extra,
+        ]
     return [_ray(), "start", f"--address={address}", f"--resources={resources}", *extra]
 
 
@@ -94,10 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         command = start_command(address, getattr(args, "port", 6379), args.browsers, extra)
         code = subprocess.run(command, env=ray_env()).returncode
         if code == 0 and args.command == "head":
-            print(f"\ncodesign: head ready with {args.browsers} browser(s). On each other node:\n"
-                  f"  export RAY_AUTH_TOKEN=...   # `ray get-auth-token` here prints it; keep it secret\n"
-                  f"  python -m codesign.cluster join <this host>:{args.port}\n"
-                  f"Then run: RAY_ADDRESS=<this host>:{args.port} python -m codesign ...")  # fmt: skip
+            print(
+                f"\ncodesign: head ready with {args.browsers} browser(s). On each other node:\n"
+                f"  export RAY_AUTH_TOKEN=...   # `ray get-auth-token` here prints it; keep it secret\n"
+                f"  python -m codesign.cluster join <this host>:{args.port}\n"
+                f"Then run: RAY_ADDRESS=<this host>:{args.port} python -m codesign ..."
+            )
         return code
     except CodesignError as e:
         print(f"error: {e}", file=sys.stderr)

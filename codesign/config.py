@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import OmegaConf
 
@@ -13,9 +14,12 @@ from omegaconf import OmegaConf
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 
-def register_resolvers() -> None:
-    from codesign.tasks.select import bundled_suite
+def bundled_suite() -> Path:
+    """The sample suite shipped with codesign (package data, like the configs)."""
+    return Path(str(resources.files("codesign") / "suite"))
 
+
+def register_resolvers() -> None:
     if not OmegaConf.has_resolver("codesign.suite"):
         OmegaConf.register_new_resolver("codesign.suite", lambda: str(bundled_suite()))
     if not OmegaConf.has_resolver("codesign.folder"):
@@ -46,6 +50,14 @@ def compose_cli(argv: list[str], default_overrides: list[str] | None = None, ret
     overrides = [o for o in default_overrides or [] if o.split("=", 1)[0] not in given] + list(argv)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         return compose(config_name="config", overrides=overrides, return_hydra_config=return_hydra)
+
+
+def plain_dict(node: Any) -> dict[str, Any]:
+    """A mapping config node as a plain dict, its interpolations resolved: what a component is built from."""
+    out = OmegaConf.to_container(node, resolve=True)
+    if not isinstance(out, dict):
+        raise TypeError(f"expected a mapping config, got {type(out).__name__}: {out!r}")
+    return cast(dict[str, Any], out)  # OmegaConf types keys loosely; a component config's keys are strings
 
 
 def nested_dicts(node: Any) -> Iterator[dict[str, Any]]:

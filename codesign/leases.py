@@ -229,8 +229,11 @@ def renew_with_actor(actor: Any, who: str, what: str) -> Callable[[], bool]:
         except ray.exceptions.RayActorError:  # the keeper is gone (its run ended): nothing left to renew
             return False
         if standing is Standing.LAPSED:
-            log.warning("%s: this worker's lease lapsed (not heard from for %.0f s); what it held was freed",
-                        what, lease_seconds())  # fmt: skip
+            log.warning(
+                "%s: this worker's lease lapsed (not heard from for %.0f s); what it held was freed",
+                what,
+                lease_seconds(),
+            )
         return standing is not Standing.RELEASED
 
     return renew

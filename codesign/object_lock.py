@@ -81,8 +81,9 @@ class ObjectLock:
         self._guard = threading.Lock()  # a renewal and the release never cross
 
     def _body(self, beat: int) -> bytes:
-        return json.dumps({"holder": self.holder, "nonce": self.nonce, "beat": beat, "host": socket.gethostname(),
-                           "pid": os.getpid()}).encode()  # fmt: skip
+        return json.dumps(
+            {"holder": self.holder, "nonce": self.nonce, "beat": beat, "host": socket.gethostname(), "pid": os.getpid()}
+        ).encode()
 
     def _mine(self, beat: int) -> str | None:
         """The object's ETag if it is this acquisition's write of ``beat`` (a write retried after it landed)."""
@@ -130,8 +131,13 @@ class ObjectLock:
             body = {}
         body = body if isinstance(body, dict) else {}
         beat = body.get("beat")
-        return Sighting(etag, str(body.get("holder", "")), str(body.get("nonce", "")),
-                        beat if isinstance(beat, int) else -1, time.monotonic())  # fmt: skip
+        return Sighting(
+            etag,
+            str(body.get("holder", "")),
+            str(body.get("nonce", "")),
+            beat if isinstance(beat, int) else -1,
+            time.monotonic(),
+        )
 
     def renew(self) -> bool:
         """Rewrite the object (a new ETag, seen by waiters as a heartbeat); False once the lock was lost."""
@@ -164,8 +170,9 @@ class ObjectLock:
 
 
 @contextlib.asynccontextmanager
-async def hold(fs: Any, path: str, released: Callable[[str], Awaitable[bool]] | None = None,
-               what: str = "a stage") -> AsyncIterator[None]:  # fmt: skip
+async def hold(
+    fs: Any, path: str, released: Callable[[str], Awaitable[bool]] | None = None, what: str = "a stage"
+) -> AsyncIterator[None]:
     """Hold the lock object at ``path`` for the duration of the block, renewed in the background.
     ``released(holder)`` (the run's lock service) says whether a holder is known dead."""
     lock = ObjectLock(fs, path, leases.holder())
@@ -190,8 +197,9 @@ class _Stale:
     why: str
 
 
-async def _until_free_or_stale(lock: ObjectLock, released: Callable[[str], Awaitable[bool]] | None,
-                               what: str) -> _Stale | None:  # fmt: skip
+async def _until_free_or_stale(
+    lock: ObjectLock, released: Callable[[str], Awaitable[bool]] | None, what: str
+) -> _Stale | None:
     """Wait while a live holder renews the lock (one HEAD request a poll, the body once per new version).
     None: the lock is gone, try to take it; else the version to take over, and why."""
     poll = min(1.0, leases.lease_seconds() / 4)
@@ -211,8 +219,11 @@ async def _until_free_or_stale(lock: ObjectLock, released: Callable[[str], Await
             return _Stale(seen.etag, seen.holder, f"silent for {leases.lease_seconds():.0f} s")
         if seen.holder not in told:  # a command waiting on another process says so, once per holder
             told.add(seen.holder)
-            print(f"waiting for {what}: another process holds its lock ({lock.path}, holder {seen.holder[:12]})",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"waiting for {what}: another process holds its lock ({lock.path}, holder {seen.holder[:12]})",
+                file=sys.stderr,
+                flush=True,
+            )
         await asyncio.sleep(poll)
 
 
@@ -237,8 +248,10 @@ def conditional_write_problem(fs: Any, base: str) -> str | None:
                     raise
             else:
                 header = "If-None-Match" if "mode" in attempt else "If-Match"
-                problem = (f"the object store ignores conditional writes ({header} was accepted where it must be "
-                           "refused), so two processes could run the same stage at once")  # fmt: skip
+                problem = (
+                    f"the object store ignores conditional writes ({header} was accepted where it must be "
+                    "refused), so two processes could run the same stage at once"
+                )
                 break
     finally:
         with contextlib.suppress(OSError):

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from codesign._types import TrialRecord, TrialStatus
 from codesign.build import build, preflight
+from codesign.config import plain_dict
 from codesign.errors import ConfigError, NothingRan
 from codesign.execute import Budget
 from codesign.sandbox import scratch
@@ -73,18 +74,17 @@ def cell_of(cfg: DictConfig) -> dict[str, str]:
 
 
 def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str = "") -> list[TrialSpec]:
-    plain = lambda key: OmegaConf.to_container(cfg[key], resolve=True)  # noqa: E731
     uses_harness = getattr(get_class(cfg.regime._target_), "uses_harness", True)
     cell = cell_of(cfg)
     return [
         TrialSpec(
             task_dir=str(path),
             task_id=task_id,
-            model=plain("model"),
-            harness=plain("harness") if uses_harness else {},  # not part of a single-shot solve's key
-            regime=plain("regime"),
-            sandbox=plain("sandbox"),
-            evaluator=plain("evaluator"),
+            model=plain_dict(cfg.model),
+            harness=plain_dict(cfg.harness) if uses_harness else {},  # not part of a single-shot solve's key
+            regime=plain_dict(cfg.regime),
+            sandbox=plain_dict(cfg.sandbox),
+            evaluator=plain_dict(cfg.evaluator),
             seed=int(seed),
             store_root=store_uri(cfg.store.root),
             node_cache=cfg.paths.node_cache,
@@ -115,8 +115,9 @@ class Cell:
     records: list[TrialRecord] = field(default_factory=list)
 
 
-def prepare(cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None = None,
-            command: Command | None = None) -> Cell:  # fmt: skip
+def prepare(
+    cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None = None, command: Command | None = None
+) -> Cell:
     """Select the tasks, check what must hold before any trial starts, and build the cell's trial specs."""
     command = command or Command()
     command.budget_for(cfg)  # cells that disagree on the command's budget cannot start
@@ -139,8 +140,11 @@ def prepare(cfg: DictConfig, out_dir: Path, name: str = "run", group: str | None
         spec.cell["run"] = name  # routes each streamed record back to its cell
     cell_keys = {**cell_of(cfg), "run": name}
     # A task that did not load is one planned trial per seed, each counted in the denominators.
-    errors = [TrialRecord.unrun(e.task_id, {**cell_keys, "seed": str(seed)}, TrialStatus.TASK_ERROR, str(e))
-              for e in selection.errors for seed in cfg.seeds]  # fmt: skip
+    errors = [
+        TrialRecord.unrun(e.task_id, {**cell_keys, "seed": str(seed)}, TrialStatus.TASK_ERROR, str(e))
+        for e in selection.errors
+        for seed in cfg.seeds
+    ]
     for e in selection.errors:
         print(f"task error: {e}", file=sys.stderr)
     return Cell(cfg, out_dir, name, group, specs, errors, command)
@@ -176,8 +180,11 @@ def run_cells(cells: list[Cell]) -> list[dict[str, Any]]:
             progress.close()
         skipped = sum(r.status == TrialStatus.SKIPPED for r in records)
         if skipped:
-            print(f"cost budget of ${budget.max_cost_usd:.2f} reached (spent ${budget.spent_usd:.4f}): "
-                  f"{skipped} trials were not started", file=sys.stderr)  # fmt: skip
+            print(
+                f"cost budget of ${budget.max_cost_usd:.2f} reached (spent ${budget.spent_usd:.4f}): "
+                f"{skipped} trials were not started",
+                file=sys.stderr,
+            )
         return [_conclude(c) for c in cells]
     except BaseException as e:
         for c in cells:
@@ -189,9 +196,15 @@ def run_cells(cells: list[Cell]) -> list[dict[str, Any]]:
 def _conclude(cell: Cell) -> dict[str, Any]:
     records = cell.records + cell.task_errors
     tasks, ledger = task_frame(records), ledger_frame(records)
-    tables = {"verdicts": verdict_frame(records), "tasks": tasks, "summary": summary_frame(tasks),
-              "breakdowns": breakdown_frame(tasks), "adjusted": adjusted_frame(tasks), "ledger": ledger,
-              "denominators": denominators_frame(tasks, ledger)}  # fmt: skip
+    tables = {
+        "verdicts": verdict_frame(records),
+        "tasks": tasks,
+        "summary": summary_frame(tasks),
+        "breakdowns": breakdown_frame(tasks),
+        "adjusted": adjusted_frame(tasks),
+        "ledger": ledger,
+        "denominators": denominators_frame(tasks, ledger),
+    }
     for name, frame in tables.items():
         frame.write_parquet(cell.out_dir / f"{name}.parquet")
     store = Store(store_uri(cell.cfg.store.root))
@@ -245,7 +258,8 @@ def check_something_ran(tables: list[dict[str, Any]]) -> None:
         )
 
 
-def run(cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None = None,
-        command: Command | None = None) -> dict[str, Any]:  # fmt: skip
+def run(
+    cfg: DictConfig, out_dir: Path, run_name: str = "run", group: str | None = None, command: Command | None = None
+) -> dict[str, Any]:
     """Run one cell over the selected tasks; write parquet tables to ``out_dir``; return the tables."""
     return run_cells([prepare(cfg, out_dir, run_name, group, command)])[0]

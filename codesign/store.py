@@ -131,10 +131,13 @@ class Store:
         if not self.remote or not folder.is_dir():
             return
         files = [
-            p for p in sorted(folder.rglob("*"))
-            if p.is_file() and not p.name.endswith(".lock") and not p.name.startswith(".")
+            p
+            for p in sorted(folder.rglob("*"))
+            if p.is_file()
+            and not p.name.endswith(".lock")
+            and not p.name.startswith(".")
             and not any(part in skip for part in p.relative_to(folder).parts[:-1])
-        ]  # fmt: skip
+        ]
         files.sort(key=lambda p: p.name == last)  # stable: the marker goes last
         for p in files:
             self.fs.pipe_file(self._remote(p), p.read_bytes())
@@ -191,7 +194,7 @@ def open_filesystem(uri: str) -> tuple[Any, str]:
 
 class LockService(Protocol):
     """Exclusive locks by name across every process of one run (on Ray: the ``StageLocks`` actor, see
-    ``codesign.execute.ray_pool``), held under leases; with object storage, which has no file locks."""
+    ``codesign.execute.ray_actors``), held under leases; with object storage, which has no file locks."""
 
     async def acquire(self, name: str) -> None: ...
 

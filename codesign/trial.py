@@ -8,7 +8,7 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from codesign._types import (
     CriterionVerdict,
@@ -87,10 +87,10 @@ def _labels(task: Task) -> dict[str, Any]:
     }
 
 
-def _reusable(stored: dict[str, Any] | None, spec: TrialSpec) -> bool:
+def _reusable(stored: dict[str, Any] | None, spec: TrialSpec) -> TypeGuard[dict[str, Any]]:
     """A stored stage is used when reuse is on, or when this very command wrote it (``store.reuse=false``
     re-runs everything once, and the cells of one run still share what it produced)."""
-    return stored is not None and (spec.reuse or stored.get("run_id") == spec.run_id)
+    return stored is not None and (bool(spec.reuse) or stored.get("run_id") == spec.run_id)
 
 
 def _evaluation_from(d: dict[str, Any]) -> Evaluation:
@@ -192,9 +192,14 @@ async def _run_loaded(spec: TrialSpec, task: Task, store: Store, browser: Browse
                 record.evaluation.grading_code = grading_code()
                 write_json(
                     eval_dir / "evaluation.json",
-                    {"evaluator": spec.evaluator, "run_id": spec.run_id, "family": spec.eval_family(task, patch),
-                     "graded_at": time.time(), **asdict(record.evaluation)},
-                )  # fmt: skip
+                    {
+                        "evaluator": spec.evaluator,
+                        "run_id": spec.run_id,
+                        "family": spec.eval_family(task, patch),
+                        "graded_at": time.time(),
+                        **asdict(record.evaluation),
+                    },
+                )
                 await asyncio.to_thread(store.push, eval_dir, last="evaluation.json")
     record.status = record.evaluation.status
     if record.status != TrialStatus.OK:
@@ -220,8 +225,9 @@ def _older_evaluation(store: Store, trial_key: str, family: str) -> dict[str, An
     return max(found, key=lambda d: d.get("graded_at", 0.0), default=None)
 
 
-async def _grade(spec: TrialSpec, task: Task, patch: str, eval_dir: Path, browser: Browser, node_cache: Path,
-                 record: TrialRecord) -> str | None:  # fmt: skip
+async def _grade(
+    spec: TrialSpec, task: Task, patch: str, eval_dir: Path, browser: Browser, node_cache: Path, record: TrialRecord
+) -> str | None:
     """Grade the patch into ``record.evaluation``; a grading error is graded again, up to the evaluator's
     ``max_retries`` times in this run. Returns why the machinery failed (None: it did not). Every attempt's
     judge and verifier spend stays in the evaluation's telemetry, so the budget is charged for all of them."""
@@ -236,8 +242,9 @@ async def _grade(spec: TrialSpec, task: Task, patch: str, eval_dir: Path, browse
         except Exception as e:
             failure = f"evaluation failed: {type(e).__name__}: {e}"
             spent = evaluator.telemetry() if hasattr(evaluator, "telemetry") else {}
-            record.evaluation = Evaluation(TrialStatus.INFRA_ERROR.value, message=failure, telemetry=spent,
-                                           attempts=attempt)  # fmt: skip
+            record.evaluation = Evaluation(
+                TrialStatus.INFRA_ERROR.value, message=failure, telemetry=spent, attempts=attempt
+            )
             continue
         evaluation.attempts, record.evaluation, failure = attempt, evaluation, None
         if evaluation.status != TrialStatus.GRADING_ERROR:

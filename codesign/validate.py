@@ -23,8 +23,9 @@ from codesign.tasks.loader import Task
 from codesign.tasks.select import select_tasks
 
 
-async def validate(tasks: list[Task], node_cache: Path, out_dir: Path, concurrency: int = 3,
-                   repeat: int = 1) -> list[TaskReport]:  # fmt: skip
+async def validate(
+    tasks: list[Task], node_cache: Path, out_dir: Path, concurrency: int = 3, repeat: int = 1
+) -> list[TaskReport]:
     browser = Browser(os.environ.get("CODESIGN_CHROMIUM"))
     gate = asyncio.Semaphore(concurrency)
 
@@ -62,11 +63,21 @@ def main(argv: list[str] | None = None) -> int:
         r = TaskReport(error.task_id)
         r.fail("integrity", str(error))
         reports.append(r)
-    rows = [{"task_id": r.task_id, "track": r.track, "ok": r.ok, **r.steps, "wall_s": r.wall_s,
-             "warnings": r.warnings} for r in reports]  # fmt: skip
-    frame = pl.DataFrame(rows, schema={"task_id": pl.String, "track": pl.String, "ok": pl.Boolean,
-                                        **dict.fromkeys(STEPS, pl.String), "wall_s": pl.Float64,
-                                        "warnings": pl.List(pl.String)})  # fmt: skip
+    rows = [
+        {"task_id": r.task_id, "track": r.track, "ok": r.ok, **r.steps, "wall_s": r.wall_s, "warnings": r.warnings}
+        for r in reports
+    ]
+    frame = pl.DataFrame(
+        rows,
+        schema={
+            "task_id": pl.String,
+            "track": pl.String,
+            "ok": pl.Boolean,
+            **dict.fromkeys(STEPS, pl.String),
+            "wall_s": pl.Float64,
+            "warnings": pl.List(pl.String),
+        },
+    )
     frame.write_parquet(out_dir / "validation.parquet")
     print()
     for r in sorted(reports, key=lambda r: r.task_id):
@@ -77,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         for warning in r.warnings:
             print(f"    warning         {warning}")
     failed = sum(not r.ok for r in reports)
-    print(f"\n{len(reports) - failed}/{len(reports)} tasks pass the gate in {time.monotonic() - start:.1f}s; "
-          f"report: {out_dir / 'validation.parquet'}")  # fmt: skip
+    print(
+        f"\n{len(reports) - failed}/{len(reports)} tasks pass the gate in {time.monotonic() - start:.1f}s; "
+        f"report: {out_dir / 'validation.parquet'}"
+    )
     return 1 if failed or not reports else 0
 
 

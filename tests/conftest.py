@@ -141,31 +141,31 @@ def suite_copy(tmp_path: Path):
 def docker_engine() -> Iterator[None]:
     """A real Docker Engine, started by the project's own set-up. Skipped only where no engine can be
     started here (``EngineUnavailable``); any other set-up failure is a test error."""
-    from codesign import install
+    from codesign.sandbox import engine
 
-    started_here = not (install.DOCKER_RUN / "dockerd.pid").is_file()
+    started_here = not (engine.DOCKER_RUN / "dockerd.pid").is_file()
     try:
-        install.docker()
-    except install.EngineUnavailable as e:
+        engine.docker()
+    except engine.EngineUnavailable as e:
         unavailable(f"no Docker Engine can be started here: {e}")
     yield
     if started_here:
-        install.stop_docker()
+        engine.stop_docker()
 
 
 @pytest.fixture(scope="session")
 def busybox_image(docker_engine) -> str:
-    from codesign import install
+    from codesign.sandbox import engine
 
-    return install.busybox_image()
+    return engine.busybox_image()
 
 
 @pytest.fixture(scope="session")
 def node_image(docker_engine) -> str:
     """The default image of ``sandbox=docker`` (debootstrap + Node.js), built once per machine."""
-    from codesign import install
+    from codesign.sandbox import engine
 
-    return install.node_image()
+    return engine.node_image()
 
 
 def gate_in(folder: Path, *overrides: str) -> tuple[int, str, Path]:

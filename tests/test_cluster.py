@@ -122,7 +122,7 @@ def test_a_store_on_object_storage_needs_no_shared_disk(two_nodes, tmp_path, s3_
 
 
 def test_a_client_without_the_clusters_token_is_told_how_to_get_it(two_nodes, tmp_path):
-    code = "from codesign.execute.ray_pool import ensure_ray; ensure_ray(None)"
+    code = "from codesign.execute.ray_connect import ensure_ray; ensure_ray(None)"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
     env |= {"RAY_ADDRESS": two_nodes.address, "RAY_AUTH_TOKEN_PATH": str(tmp_path / "none"), "HOME": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO, timeout=300)

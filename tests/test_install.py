@@ -1,4 +1,4 @@
-"""The set-up is complete and declared: every program the package runs is named in ``codesign.install``,
+"""The set-up is complete and declared: every program the package runs is declared in ``codesign.programs``,
 and what `make run` / `make test` install is really there."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codesign import install
+from codesign import install, programs
 from codesign.errors import EnvironmentSetupError
 
 PACKAGE = Path(install.__file__).resolve().parent
@@ -20,7 +20,7 @@ _EXEC_CALLS = {
     "check_call",
     "call",
     "run_in_group",
-    "_run",
+    "run_command",
     "execvp",
 }  # (a container's exec_run runs the image's programs)
 _ARGV_NAMES = {"argv", "cmd", "command", "inner"}
@@ -67,8 +67,8 @@ def test_every_program_the_package_runs_is_declared_in_the_installer():
     called = programs_called(PACKAGE)
     # The scan sees what it must: a scanner that finds nothing would pass vacuously.
     assert {"bwrap", "git", "node", "npm", "dockerd", "debootstrap", "bash"} <= set(called), sorted(called)
-    undeclared = {name: sorted(where) for name, where in called.items() if name not in install.DECLARED}
-    assert not undeclared, f"declare these in codesign/install.py PROGRAMS: {undeclared}"
+    undeclared = {name: sorted(where) for name, where in called.items() if name not in programs.DECLARED}
+    assert not undeclared, f"declare these in codesign/programs.py PROGRAMS: {undeclared}"
 
 
 def test_the_scan_reports_a_program_nobody_declared(tmp_path):
@@ -82,34 +82,34 @@ def test_the_scan_reports_a_program_nobody_declared(tmp_path):
     )
     called = programs_called(tmp_path)
     assert set(called) == {"imaginary-tool", "other-tool", "third-tool", "fourth-tool"}
-    assert not set(called) & install.DECLARED
+    assert not set(called) & programs.DECLARED
 
 
 @pytest.mark.parametrize("group", ["run", "test"])
 def test_what_the_make_targets_install_is_present(group):
     """`make run` installs the `run` group and `make test` the `test` group: after either, nothing is missing."""
-    missing = [p.name for p in install.PROGRAMS if group in p.groups and not install._present(p)]
+    missing = [p.name for p in programs.PROGRAMS if group in p.groups and not programs._present(p)]
     assert not missing, f"run `python -m codesign.install {group}`; missing: {missing}"
 
 
 def test_a_missing_prerequisite_is_a_clear_error_naming_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing on PATH: git, node, npm, bash are gone
     with pytest.raises(EnvironmentSetupError) as err:
-        install.require("run")
+        programs.require("run")
     assert "git" in str(err.value) and "node" in str(err.value) and "apt-get install" in str(err.value)
 
 
 def test_apt_packages_are_refused_without_root_with_the_command_to_run(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(EnvironmentSetupError, match="apt-get install -y bubblewrap"):
-        install.apt_install(["bubblewrap"])
+        programs.apt_install(["bubblewrap"])
 
 
 def test_the_list_names_every_program_with_its_use(capsys, monkeypatch):
     monkeypatch.setattr("sys.argv", ["codesign.install", "--list"])
     install.main()
     out = capsys.readouterr().out
-    for p in install.PROGRAMS:
+    for p in programs.PROGRAMS:
         assert p.name in out and p.used_by in out
 
 

@@ -264,7 +264,7 @@ def unquoted(req: ServedRequest) -> str:
 
 
 def test_cohen_kappa_on_a_hand_computed_example():
-    from codesign.evaluate.calibrate import cohen_kappa
+    from codesign.calibrate import cohen_kappa
 
     # 12 items: 4 PASS/PASS, 4 PASS/FAIL, 4 FAIL/FAIL. po = 8/12, pe = 8/12·4/12 + 4/12·8/12 = 4/9.
     a = ["PASS"] * 8 + ["FAIL"] * 4
@@ -275,7 +275,7 @@ def test_cohen_kappa_on_a_hand_computed_example():
 
 def test_calibration_reports_agreement_with_the_probes(tmp_path, monkeypatch, capsys):
     """A judge that passes exactly the preservation criteria: right on noop, wrong on oracle's changes."""
-    from codesign.evaluate import calibrate
+    from codesign import calibrate
 
     def preserver(req: ServedRequest) -> Reply:
         if is_verifier(req):

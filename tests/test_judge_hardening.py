@@ -91,9 +91,9 @@ def test_a_forged_fence_in_any_channel_does_not_flip_a_verdict_but_would_with_a_
     assert by_criterion(tables)[criterion]["verdict"] == honest_verdict(criterion)
 
     # The control: with a constant boundary the same forgery closes the fence early and the judge obeys.
-    from codesign.evaluate import judge as judging
+    from codesign.evaluate import quoting
 
-    monkeypatch.setattr(judging, "new_boundary", lambda: "00000000")
+    monkeypatch.setattr(quoting, "new_boundary", lambda: "00000000")
     weakened = evaluate(tmp_path / "constant", judge, None, "noop", root, *NO_VERIFIER)
     assert by_criterion(weakened)[criterion]["verdict"] == "PARTIAL"
 

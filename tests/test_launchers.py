@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from codesign import cluster
-from codesign.install import PROGRAMS
+from codesign.programs import PROGRAMS
 from tests.helpers import REPO
 
 LAUNCHERS = REPO / "launchers"

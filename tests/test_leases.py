@@ -177,13 +177,13 @@ def test_threads_and_coroutines_share_an_endpoints_slots(keeper, request):
 def test_a_stage_lock_of_a_silent_holder_lapses(ray_instance, short_leases):
     import ray
 
-    from codesign.execute.ray_pool import StageLocks, _ActorLocks
+    from codesign.execute.ray_actors import ActorLocks, StageLocks
 
     locks = ray.remote(StageLocks).options(max_concurrency=100).remote(short_leases)
     try:
         assert ray.get(locks.acquire.remote("trials/k/.solve.lock", "silent"))
         assert not ray.get(locks.acquire.remote("trials/k/.solve.lock", "waiter"))  # held
-        asyncio.run(asyncio.wait_for(_ActorLocks(locks, "waiter").acquire("trials/k/.solve.lock"), 60))
+        asyncio.run(asyncio.wait_for(ActorLocks(locks, "waiter").acquire("trials/k/.solve.lock"), 60))
         assert ray.get(locks.stats.remote())["held"] == {"trials/k/.solve.lock": "waiter"}
         ray.get(locks.release_holder.remote("waiter"))
         assert ray.get(locks.released.remote("waiter")) and not ray.get(locks.released.remote("silent"))
@@ -492,7 +492,7 @@ def test_a_dead_workers_stage_lock_goes_to_the_next_acquirer(death, ray_instance
 
     import ray
 
-    from codesign.execute.ray_pool import StageLocks, TrialWorker, _ActorLocks
+    from codesign.execute.ray_actors import ActorLocks, StageLocks, TrialWorker
     from codesign.store import Store, stage_lock, use_lock_service
 
     class DoomedWorker(TrialWorker):
@@ -552,7 +552,7 @@ def test_a_dead_workers_stage_lock_goes_to_the_next_acquirer(death, ray_instance
         return seen
 
     caplog.set_level(logging.WARNING, logger="codesign.object_lock")
-    use_lock_service(_ActorLocks(locks, leases.holder()))  # this process is the next worker, renewing as one
+    use_lock_service(ActorLocks(locks, leases.holder()))  # this process is the next worker, renewing as one
     leases.renewals().add("test stage locks", leases.renew_with_actor(locks, leases.holder(), "stage locks"))
     try:
         seen = asyncio.run(scenario())

@@ -196,6 +196,6 @@ def test_ray_that_cannot_start_fails_with_a_hint():
     import subprocess
     import sys
 
-    code = "from codesign.execute.ray_pool import ensure_ray; ensure_ray(None, num_cpus=-1)"  # Ray refuses it
+    code = "from codesign.execute.ray_connect import ensure_ray; ensure_ray(None, num_cpus=-1)"  # Ray refuses it
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "Ray did not start" in proc.stderr and "executor=inline" in proc.stderr

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codesign.evaluate import probes
+from codesign.evaluate import assertions, probes
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.runtime.serve import static_server
 from codesign.tasks.schema import Criterion
@@ -223,7 +223,7 @@ def test_failed_preservation_is_a_regression(loop, session):
     ],
 )
 def test_style_tolerance(actual, expected, tol, ok):
-    assert probes.style_matches(actual, expected, tol) is ok
+    assert assertions.style_matches(actual, expected, tol) is ok
 
 
 def test_evidence_files_exist(session):

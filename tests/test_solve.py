@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from codesign.sandbox.workspace import apply_patch, copy_tree
 from codesign.solve.run import solve_task
 from codesign.tasks.loader import load_task
 from codesign.testing.model_server import Policy, Reply, ScriptedModelServer, ToolCall, script
+from codesign.workspace import apply_patch, copy_tree
 from tests.conftest import SUITE
 
 HARNESS = {"_target_": "codesign.solve.harnesses.native.NativeHarness"}

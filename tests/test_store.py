@@ -84,7 +84,7 @@ def test_a_remote_stage_lock_queues_on_the_runs_lock_actor(scheme, ray_instance,
     import ray
 
     from codesign import leases
-    from codesign.execute.ray_pool import StageLocks, _ActorLocks
+    from codesign.execute.ray_actors import ActorLocks, StageLocks
     from codesign.store import use_lock_service
 
     store = Store(f"{scheme}://{S3_BUCKET}/locks-{tmp_path.name}", staging=tmp_path)
@@ -113,7 +113,7 @@ def test_a_remote_stage_lock_queues_on_the_runs_lock_actor(scheme, ray_instance,
         seen["after"] = (await locks.stats.remote())["held"]
         return seen
 
-    use_lock_service(_ActorLocks(locks, leases.holder()))
+    use_lock_service(ActorLocks(locks, leases.holder()))
     try:
         seen = asyncio.run(scenario())
     finally:

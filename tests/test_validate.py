@@ -5,8 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from codesign import validate
-from codesign.tasks import stats
+from codesign import stats, validate
 from codesign.tasks.loader import load_suite
 from tests.conftest import SUITE
 

@@ -146,7 +146,7 @@ def test_a_page_of_hidden_text_is_blank_and_a_picture_is_not(lab_session):
 def test_evidence_without_rendered_text_falls_back_to_the_html_and_says_so(lab_session, tmp_path):
     from dataclasses import replace
 
-    from codesign.evaluate.judge import quote
+    from codesign.evaluate.quoting import quote
 
     older = replace(lab_session.items["dom:/@desktop"], data=None)  # as stored before rendered text existed
     text = page_text(lab_session.out_dir, older)

@@ -13,8 +13,8 @@ import yaml
 
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.run import evaluate_patch
+from codesign.importers import webbench
 from codesign.runner import run
-from codesign.tasks.importers import webbench
 from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
 from tests.helpers import compose_config

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codesign.tasks.importers import webbench
+from codesign.importers import webbench
 from codesign.tasks.loader import load_task
 from tests.test_webbench import CONFIG, FINAL, INIT_SPEC, SCRIPT_FINAL, START, checkout
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from codesign.sandbox.local import LocalSandbox
-from codesign.sandbox.workspace import Baseline, PatchError, apply_patch, changed_files, copy_tree
+from codesign.workspace import Baseline, PatchError, apply_patch, changed_files, copy_tree
 from tests.conftest import unavailable
 
 

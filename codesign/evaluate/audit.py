@@ -37,6 +37,8 @@ def audit(verdicts: list[CriterionVerdict], items: dict[str, EvidenceItem]) -> l
         if v.kind == "interaction" and not any(
             c.kind == "action" and c.data.get("ok") and c.data.get("state_changed") for c in found
         ):
-            problems.append(f"{v.criterion_id}: interaction {v.verdict} verdict cites no recorded action that "
-                            "changed the page's state")  # fmt: skip
+            problems.append(
+                f"{v.criterion_id}: interaction {v.verdict} verdict cites no recorded action that "
+                "changed the page's state"
+            )
     return problems

@@ -8,24 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Ungraded, Verdict
-from codesign.build import construct
+from codesign.construct import construct
 from codesign.errors import ConfigError
-from codesign.evaluate import judge as judging
-from codesign.evaluate import probes, scripts, specs
+from codesign.evaluate import probes, quoting, scripts, specs
 from codesign.evaluate.audit import AuditViolation, audit
 from codesign.evaluate.evidence import EvidenceSession
-from codesign.evaluate.judge import (
-    BrowserTools,
-    CallStats,
-    Consultant,
-    Consultation,
-    JudgeReply,
-    VerifierReply,
-    prompt,
-    select_evidence,
-    user_message,
-)
+from codesign.evaluate.judge import CallStats, Consultant, Consultation, JudgeReply, VerifierReply, prompt
+from codesign.evaluate.judge_tools import BrowserTools
 from codesign.evaluate.outcomes import guarded, guarded_all
+from codesign.evaluate.quoting import select_evidence, user_message
 from codesign.runtime.waiting import AppUnresponsive, BrowserFailure, describe
 from codesign.tasks.loader import Task
 from codesign.tasks.schema import Criterion
@@ -118,9 +109,10 @@ class LLMEvaluator:
             try:
                 prompt(getattr(self, field_name))
             except OSError as e:
-                raise ConfigError(f"evaluator.{field_name}={getattr(self, field_name)!r} cannot be read: {e}",
-                                  "name a file of codesign/evaluate/prompts/ (judge_v1.md) or give a path to "
-                                  "your own prompt file") from None  # fmt: skip
+                raise ConfigError(
+                    f"evaluator.{field_name}={getattr(self, field_name)!r} cannot be read: {e}",
+                    "name a file of codesign/evaluate/prompts/ (judge_v1.md) or give a path to your own prompt file",
+                ) from None
         for cfg in (self.judge, self.verifier):
             model = construct(cfg) if cfg else None
             if model is not None and hasattr(model, "check"):
@@ -132,10 +124,15 @@ class LLMEvaluator:
     def telemetry(self) -> dict[str, Any]:
         out: dict[str, Any] = {"evaluator_errors": self._errors}
         for role, s in self._stats.items():
-            out |= {f"{role}_calls": s.calls, f"{role}_input_tokens": s.input_tokens,
-                    f"{role}_output_tokens": s.output_tokens, f"{role}_cost_usd": s.cost_usd,
-                    f"{role}_cost_source": s.cost_source, f"{role}_format_retries": s.format_retries,
-                    f"{role}_abandoned_calls": s.abandoned}  # fmt: skip
+            out |= {
+                f"{role}_calls": s.calls,
+                f"{role}_input_tokens": s.input_tokens,
+                f"{role}_output_tokens": s.output_tokens,
+                f"{role}_cost_usd": s.cost_usd,
+                f"{role}_cost_source": s.cost_source,
+                f"{role}_format_retries": s.format_retries,
+                f"{role}_abandoned_calls": s.abandoned,
+            }
         for role, cfg in (("judge", self.judge), ("verifier", self.verifier)):
             if cfg:
                 out[f"{role}_model"] = cfg.get("name")
@@ -145,11 +142,19 @@ class LLMEvaluator:
 
     def _consultant(self, role: str) -> Consultant:
         cfg = self.judge if role == "judge" else self.verifier
+        assert cfg is not None  # a role is consulted only when it is configured
         schema = JudgeReply if role == "judge" else VerifierReply
         stats = self._stats.setdefault(role, CallStats())
-        return Consultant(construct(cfg), prompt(self.judge_prompt if role == "judge" else self.verifier_prompt),
-                          schema, stats, self.max_actions, self.max_format_retries, self.max_calls,
-                          self.criterion_timeout_s)  # fmt: skip
+        return Consultant(
+            construct(cfg),
+            prompt(self.judge_prompt if role == "judge" else self.verifier_prompt),
+            schema,
+            stats,
+            self.max_actions,
+            self.max_format_retries,
+            self.max_calls,
+            self.criterion_timeout_s,
+        )
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
         gate = asyncio.Semaphore(self.concurrency)
@@ -171,13 +176,14 @@ class LLMEvaluator:
             raise AuditViolation(problems, verdicts)
         return verdicts
 
-    async def _consult(self, role: str, task: Task, c: Criterion, session: EvidenceSession,
-                       extra: str = "") -> Consultation:  # fmt: skip
+    async def _consult(
+        self, role: str, task: Task, c: Criterion, session: EvidenceSession, extra: str = ""
+    ) -> Consultation:
         route = c.probe.route if c.probe else task.manifest.environment.routes[0]
         viewport = c.probe.viewport if c.probe else ("mobile" if c.kind == "responsive" else "desktop")
         if not isinstance(viewport, str):  # a probe's custom size: the judge's tools use the nearest named one
             viewport = "mobile" if viewport.mobile else "desktop"
-        boundary = judging.new_boundary()  # looked up on the module: a test swaps in a constant one
+        boundary = quoting.new_boundary()  # looked up on the module: a test swaps in a constant one
         tools = BrowserTools(session, f"{role}:{c.id}", route, viewport, self.max_actions, boundary)
         try:
             message = user_message(task, c, select_evidence(c, session), session, boundary, extra)
@@ -191,11 +197,21 @@ class LLMEvaluator:
         if judged.reply is None:  # no valid verdict: the judge's failure, never the app's FAIL
             self._errors += 1
             session.write(f"transcripts/{c.id}.json", json.dumps(trace, default=str, indent=1))
-            return CriterionVerdict.ungraded_by(c, "judge", Ungraded.GRADER_ERROR, f"the judge gave no verdict: "
-                                                f"{judged.error}", judged.actions)  # fmt: skip
+            return CriterionVerdict.ungraded_by(
+                c, "judge", Ungraded.GRADER_ERROR, f"the judge gave no verdict: {judged.error}", judged.actions
+            )
         r = judged.reply
-        verdict = CriterionVerdict(c.id, c.kind, c.preserve, r.verdict, "judge", r.reason, list(r.evidence_ids),
-                                   None if r.verdict == "PASS" else (r.failure_category or "wrong"))  # fmt: skip
+        assert isinstance(r, JudgeReply)  # the judge's consultant parses its reply with JudgeReply
+        verdict = CriterionVerdict(
+            c.id,
+            c.kind,
+            c.preserve,
+            r.verdict,
+            "judge",
+            r.reason,
+            list(r.evidence_ids),
+            None if r.verdict == "PASS" else (r.failure_category or "wrong"),
+        )
         if self.verifier and r.verdict in ("PASS", "PARTIAL"):
             extra = "## The judge's verdict (to challenge)\n" + json.dumps(
                 {"verdict": r.verdict, "reason": r.reason, "evidence_ids": r.evidence_ids}
@@ -218,8 +234,14 @@ class LLMEvaluator:
                 verdict.refutation = {"error": challenged.error, "actions": challenged.actions}
             else:
                 v = challenged.reply
-                verdict.refutation = {"refuted": v.refuted, "verdict": v.verdict, "reason": v.reason,
-                                      "evidence_ids": v.evidence_ids, "actions": challenged.actions}  # fmt: skip
+                assert isinstance(v, VerifierReply)  # likewise the verifier's, with VerifierReply
+                verdict.refutation = {
+                    "refuted": v.refuted,
+                    "verdict": v.verdict,
+                    "reason": v.reason,
+                    "evidence_ids": v.evidence_ids,
+                    "actions": challenged.actions,
+                }
                 lowered = v.verdict or "FAIL"
                 if v.refuted and _RANK[lowered] < _RANK[verdict.verdict]:
                     verdict.original_verdict, verdict.verdict = verdict.verdict, lowered

@@ -139,8 +139,15 @@ class EvidenceSession:
             self.timeouts.append(str(e))
         return loaded
 
-    async def collect(self, routes: list[str], viewports: list[str], patch: str, build_log: str,
-                      aria: bool = False, frames: tuple[float, ...] = ()) -> None:  # fmt: skip
+    async def collect(
+        self,
+        routes: list[str],
+        viewports: list[str],
+        patch: str,
+        build_log: str,
+        aria: bool = False,
+        frames: tuple[float, ...] = (),
+    ) -> None:
         """Baseline evidence every grader can cite: diff, build log, and each route at each viewport;
         optionally ARIA snapshots and timed frames (screenshots ``frames`` seconds after load, for motion)."""
         self.add(EvidenceItem("diff", "diff", path=self.write("diff.patch", patch)))
@@ -161,8 +168,15 @@ class EvidenceSession:
 
     async def _snapshot(self, loaded: LoadedPage, key: str, name: str, aria: bool, frames: tuple[float, ...]) -> None:
         page, route, viewport = loaded.page, loaded.route, loaded.viewport
-        self.add(EvidenceItem(f"console:{key}", "console", route, viewport,
-                              data={"messages": loaded.console, "page_errors": loaded.errors}))  # fmt: skip
+        self.add(
+            EvidenceItem(
+                f"console:{key}",
+                "console",
+                route,
+                viewport,
+                data={"messages": loaded.console, "page_errors": loaded.errors},
+            )
+        )
         self.add(EvidenceItem(f"network:{key}", "network", route, viewport, data=loaded.network))
         shot = await bounded(page.screenshot(full_page=True, type="png", timeout=0), page, f"screenshot of {key}")
         self.add(EvidenceItem(f"shot:{key}", "screenshot", route, viewport, self.write(f"{name}.png", shot)))

@@ -18,23 +18,28 @@ from pathlib import Path
 
 # Modules whose code decides a verdict (their source is hashed into every evaluation's key).
 GRADING = (
+    "codesign.evaluate.actions",  # how a probe's steps are performed
+    "codesign.evaluate.assertions",  # the probe language's assertions
     "codesign.evaluate.audit",
     "codesign.evaluate.evaluators",
     "codesign.evaluate.evidence",
     "codesign.evaluate.judge",
+    "codesign.evaluate.judge_tools",
     "codesign.evaluate.outcomes",
     "codesign.evaluate.probes",
+    "codesign.evaluate.quoting",
     "codesign.evaluate.run",
     "codesign.evaluate.scripts",
     "codesign.evaluate.specs",
     "codesign.runtime.browser",  # Chromium's flags and viewports
     "codesign.runtime.clock",  # what a judge's time bound counts
     "codesign.runtime.http",
-    "codesign.runtime.serve",  # how the candidate is built and served
+    "codesign.runtime.serve",  # how the candidate is served
     "codesign.runtime.visible",  # what page text a judge reads as visible
     "codesign.runtime.waiting",  # the waiting rules and bounds
+    "codesign.sandbox.candidate",  # how the candidate is built
     "codesign.sandbox.dependencies",  # how the candidate's and the specs' dependencies are installed
-    "codesign.sandbox.workspace",  # how the patch is applied
+    "codesign.workspace",  # how the patch is applied
     "codesign.solve.attachments",  # images downscaled for judges
     "codesign.tasks.probes",  # the probe language
 )
@@ -42,7 +47,6 @@ GRADING = (
 NOT_GRADING = (
     "codesign.evaluate",
     "codesign.evaluate.attribution",  # diagnoses low scores, never changes a verdict
-    "codesign.evaluate.calibrate",
     "codesign.evaluate.fingerprint",
     "codesign.evaluate.gate",
     "codesign.evaluate.prompts",  # prompt files are keyed by content, by the evaluator that names them

@@ -22,8 +22,8 @@ from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.evidence import EvidenceItem, page_text
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
-from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree
 from codesign.tasks.loader import Task
+from codesign.workspace import PatchError, apply_patch, copy_tree
 
 STEPS = ("integrity", "install_build", "launch_render", "solvability", "discrimination")
 
@@ -95,8 +95,11 @@ def integrity(task: Task) -> str | None:
 async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir: Path, repeat: int = 1) -> TaskReport:
     """``repeat`` > 1 grades the reference that many times and warns about criteria whose verdict changes."""
     report = TaskReport(task.id, task.track)
-    report.warnings += [f"{c.id}: no probe, script or spec — only an LLM evaluator can grade it"
-                        for c in task.criteria if not c.deterministic]  # fmt: skip
+    report.warnings += [
+        f"{c.id}: no probe, script or spec — only an LLM evaluator can grade it"
+        for c in task.criteria
+        if not c.deterministic
+    ]
     start = time.monotonic()
     try:
         problem = await asyncio.to_thread(integrity, task)
@@ -138,12 +141,16 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
         report.transient = report.transient or reference.transient or _undecided(reference.verdicts)
         seen = {v.criterion_id: [v.verdict] for v in reference.verdicts}
         for k in range(2, repeat + 1):
-            again = await evaluate_patch(task, task.reference_patch(), evaluator, browser,
-                                         out_dir / task.id / f"reference-{k}", node_cache)  # fmt: skip
+            again = await evaluate_patch(
+                task, task.reference_patch(), evaluator, browser, out_dir / task.id / f"reference-{k}", node_cache
+            )
             for v in again.verdicts:
                 seen[v.criterion_id].append(v.verdict)
-        report.warnings += [f"{cid}: FLAKY on the reference — {', '.join(vs)} over {len(vs)} runs"
-                            for cid, vs in seen.items() if len(set(vs)) > 1]  # fmt: skip
+        report.warnings += [
+            f"{cid}: FLAKY on the reference — {', '.join(vs)} over {len(vs)} runs"
+            for cid, vs in seen.items()
+            if len(set(vs)) > 1
+        ]
         probed = {c.id for c in task.criteria if c.deterministic}  # probes, scripts and spec tests
         unsolved = [
             f"{v.criterion_id}: " + (f"could not be graded ({v.ungraded}): " if v.grading_failed else "") + v.reason

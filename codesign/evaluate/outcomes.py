@@ -23,8 +23,16 @@ from codesign.tasks.schema import Criterion
 
 def app_timeout(criterion: Criterion, grader: str, reason: str, cited: list[str] | None = None) -> CriterionVerdict:
     """The app hung while the browser answered: the app's failure (graded again next run, see ``transient``)."""
-    return CriterionVerdict(criterion.id, criterion.kind, criterion.preserve, Verdict.FAIL.value, grader, reason,
-                            list(cited or []), "timeout")  # fmt: skip
+    return CriterionVerdict(
+        criterion.id,
+        criterion.kind,
+        criterion.preserve,
+        Verdict.FAIL.value,
+        grader,
+        reason,
+        list(cited or []),
+        "timeout",
+    )
 
 
 async def guarded(

@@ -12,15 +12,15 @@ from typing import Any
 
 from codesign._protocols import Evaluator
 from codesign._types import CriterionVerdict, Evaluation, EvidenceItem, TrialStatus, Ungraded, Verdict
-from codesign.build import build_candidate_sandbox
 from codesign.evaluate.audit import AuditViolation
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.redact import redact, redact_data
 from codesign.runtime.browser import Browser
-from codesign.runtime.serve import build_app, serving
+from codesign.runtime.serve import serving
 from codesign.sandbox import scratch as scratch_dirs
-from codesign.sandbox.workspace import PatchError, apply_patch, copy_tree, remove_escaping_symlinks
+from codesign.sandbox.candidate import build_app, build_candidate_sandbox
 from codesign.tasks.loader import Task
+from codesign.workspace import PatchError, apply_patch, copy_tree, remove_escaping_symlinks
 
 VIEWPORTS = ["desktop", "mobile"]
 
@@ -41,8 +41,10 @@ def grading_failure_message(failed: list[CriterionVerdict]) -> str:
     by_cause: dict[str, list[CriterionVerdict]] = {}
     for v in failed:
         by_cause.setdefault(v.ungraded or "?", []).append(v)
-    return "\n".join(f"{cause} ×{len(vs)} ({', '.join(v.criterion_id for v in vs)}): {vs[0].reason[:300]}"
-                     for cause, vs in by_cause.items())  # fmt: skip
+    return "\n".join(
+        f"{cause} ×{len(vs)} ({', '.join(v.criterion_id for v in vs)}): {vs[0].reason[:300]}"
+        for cause, vs in by_cause.items()
+    )
 
 
 async def evaluate_patch(
@@ -122,8 +124,10 @@ async def evaluate_patch(
                     session.timeouts.append(reason)
                 else:  # nothing says whether the app or the machine was too slow: no verdict at all
                     reason = f"the evaluation exceeded {evaluator.timeout_s:.0f} s with no sign the app was at fault"
-                    verdicts = [CriterionVerdict.ungraded_by(c, "none", Ungraded.UNDECIDED_TIMEOUT, reason)
-                                for c in task.criteria]  # fmt: skip
+                    verdicts = [
+                        CriterionVerdict.ungraded_by(c, "none", Ungraded.UNDECIDED_TIMEOUT, reason)
+                        for c in task.criteria
+                    ]
             finally:
                 await session.close()
                 session.save_index()

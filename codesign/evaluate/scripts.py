@@ -94,8 +94,9 @@ async def grade(criterion: Criterion, task_dir: Path, session: EvidenceSession) 
     cited: list[str] = []
 
     def verdict(v: Verdict, reason: str, category: str | None) -> CriterionVerdict:
-        return CriterionVerdict(criterion.id, criterion.kind, criterion.preserve, v.value, "script", reason,
-                                cited, category)  # fmt: skip
+        return CriterionVerdict(
+            criterion.id, criterion.kind, criterion.preserve, v.value, "script", reason, cited, category
+        )
 
     def script_bug(reason: str) -> CriterionVerdict:  # never a verdict about the app
         return CriterionVerdict.ungraded_by(criterion, "script", Ungraded.GRADER_ERROR, reason, cited)
@@ -135,13 +136,29 @@ async def grade(criterion: Criterion, task_dir: Path, session: EvidenceSession) 
                 ok, reason = False, f"the script failed: {type(e).__name__}: {describe(e)}"[:2000]
                 bug = reason
         after = await state_fingerprint(page)
-        record = {"step": "script", "args": {"file": spec.file, "function": spec.function}, "ok": bug is None and ok,
-                  "error": None if ok else reason, "before": before, "after": after, "state_changed": before != after,
-                  "url": page.url}  # fmt: skip
+        record = {
+            "step": "script",
+            "args": {"file": spec.file, "function": spec.function},
+            "ok": bug is None and ok,
+            "error": None if ok else reason,
+            "before": before,
+            "after": after,
+            "state_changed": before != after,
+            "url": page.url,
+        }
         cited.append(session.add(EvidenceItem(f"action:{criterion.id}.1", "action", spec.route, label, data=record)))
         shot = await bounded(page.screenshot(full_page=False, type="png", timeout=0), page, "script screenshot")
-        cited.append(session.add(EvidenceItem(f"shot:{criterion.id}", "screenshot", spec.route, label,
-                                              session.write(f"script_{criterion.id}.png", shot))))  # fmt: skip
+        cited.append(
+            session.add(
+                EvidenceItem(
+                    f"shot:{criterion.id}",
+                    "screenshot",
+                    spec.route,
+                    label,
+                    session.write(f"script_{criterion.id}.png", shot),
+                )
+            )
+        )
         trace = session.out_dir / f"trace_{criterion.id}.zip"
         await context.tracing.stop(path=str(trace))
         cited.append(session.add(EvidenceItem(f"trace:{criterion.id}", "trace", spec.route, label, trace.name)))

@@ -111,8 +111,9 @@ class Pass:
 
 
 FIRST = Pass("codesign.config.mjs", "codesign-report.json", "codesign-results", "spec-runner.log")
-RERUN = Pass("codesign-rerun.config.mjs", "codesign-rerun-report.json", "codesign-rerun-results", "spec-rerun.log",
-             RERUN_FACTOR)  # fmt: skip
+RERUN = Pass(
+    "codesign-rerun.config.mjs", "codesign-rerun-report.json", "codesign-rerun-results", "spec-rerun.log", RERUN_FACTOR
+)
 
 
 @dataclass
@@ -141,8 +142,9 @@ class SpecResult:
         return bool(_STEP_TIMED_OUT.search(self.message)) or "resolved to <" not in self.message
 
 
-def write_config(folder: Path, task: Task, base_url: str, chromium: str | None, args: list[str],
-                 run: Pass = FIRST) -> Path:  # fmt: skip
+def write_config(
+    folder: Path, task: Task, base_url: str, chromium: str | None, args: list[str], run: Pass = FIRST
+) -> Path:
     runner = task.spec_runner
     assert runner is not None
     import_base = f"import imported from './{runner.config}';" if runner.config else "const imported = {};"
@@ -231,8 +233,15 @@ def _run(
     cli = folder / "node_modules" / "@playwright" / "test" / "cli.js"
     command = ["node", str(cli), "test", "--config", config, *filters]
     start = time.monotonic()
-    proc = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        command,
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=bound_s)
         return RunnerOutput(proc.returncode, out, wall_s=time.monotonic() - start)
@@ -320,13 +329,21 @@ async def grade_specs(
             earlier, rerun = first.results[c.id], c.id in second.results
             decided = second if rerun else first  # the run whose result stands
             r = decided.results[c.id]
-            record: dict[str, Any] = {"step": "spec", "args": {"file": c.spec.file, "title": c.spec.title},
-                                      "ok": r.status != "missing", "status": r.status, "steps": r.steps or [],
-                                      "state_changed": bool(r.steps)}  # fmt: skip
+            record: dict[str, Any] = {
+                "step": "spec",
+                "args": {"file": c.spec.file, "title": c.spec.title},
+                "ok": r.status != "missing",
+                "status": r.status,
+                "steps": r.steps or [],
+                "state_changed": bool(r.steps),
+            }
             note = ""
             if rerun:  # what the first run saw, and what the run again cost
-                record["rerun"] = {"factor": RERUN_FACTOR, "wall_s": round(second.wall_s, 1),
-                                   "first": {"status": earlier.status, "message": earlier.message[:1000]}}  # fmt: skip
+                record["rerun"] = {
+                    "factor": RERUN_FACTOR,
+                    "wall_s": round(second.wall_s, 1),
+                    "first": {"status": earlier.status, "message": earlier.message[:1000]},
+                }
                 seen = " ".join(earlier.message.replace(f"{work}/", "").split())[:300]
                 note = f"re-run alone with {RERUN_FACTOR}× the bounds after a timeout ({earlier.status}: {seen}): "
             cited = [first.log_id, *([second.log_id] if rerun else [])]

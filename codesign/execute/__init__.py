@@ -29,6 +29,5 @@ class Budget:
         return self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd
 
     def skipped(self, spec: dict[str, Any]) -> TrialRecord:
-        message = (f"not started: the run-wide cost budget of ${self.max_cost_usd:.2f} is spent "
-                   f"(${self.spent_usd:.4f})")  # fmt: skip
+        message = f"not started: the run-wide cost budget of ${self.max_cost_usd:.2f} is spent (${self.spent_usd:.4f})"
         return TrialRecord.unrun(spec["task_id"], spec["cell"], TrialStatus.SKIPPED, message)

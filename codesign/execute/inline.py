@@ -23,20 +23,31 @@ class InlineExecutor:
     browser_executable: str | None = None
     browser_slots: Count | None = None  # evaluations at once (None: the CPU count)
 
-    def run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
-            budget: Budget | None = None, on_start: Callable[[dict[str, Any]], None] | None = None,
-            ) -> list[TrialRecord]:  # fmt: skip
+    def run(
+        self,
+        specs: list[dict[str, Any]],
+        on_result: Callable[[TrialRecord], None],
+        budget: Budget | None = None,
+        on_start: Callable[[dict[str, Any]], None] | None = None,
+    ) -> list[TrialRecord]:
         if specs:
             first = specs[0]
             needs = NodeRequirements(first["store_root"], first.get("scratch_root"), first["node_cache"])
             problems = node_problems(needs)
             if problems:
-                raise EnvironmentSetupError("this machine is not ready to run trials:\n  " + "\n  ".join(problems),
-                                            "run `make setup` (python -m codesign.install run)")  # fmt: skip
+                raise EnvironmentSetupError(
+                    "this machine is not ready to run trials:\n  " + "\n  ".join(problems),
+                    "run `make setup` (python -m codesign.install run)",
+                )
         return asyncio.run(self._run(specs, on_result, budget or Budget(), on_start or (lambda spec: None)))
 
-    async def _run(self, specs: list[dict[str, Any]], on_result: Callable[[TrialRecord], None],
-                   budget: Budget, on_start: Callable[[dict[str, Any]], None]) -> list[TrialRecord]:  # fmt: skip
+    async def _run(
+        self,
+        specs: list[dict[str, Any]],
+        on_result: Callable[[TrialRecord], None],
+        budget: Budget,
+        on_start: Callable[[dict[str, Any]], None],
+    ) -> list[TrialRecord]:
         browser = Browser(self.browser_executable, self.browser_slots)
         gate = asyncio.Semaphore(self.max_concurrency)
         # Solves run in threads: the default pool (cores + 4) would cap trials in flight far below the gate.

@@ -64,7 +64,7 @@ def needed_keys(specs: list[dict[str, Any]]) -> set[str]:
 def node_problems(req: NodeRequirements) -> list[str]:
     """Everything missing on this machine, as ``<host>: <problem> (fix)`` lines; empty when ready."""
     from codesign.errors import CodesignError
-    from codesign.install import check_node
+    from codesign.programs import check_node
     from codesign.sandbox.local import LocalSandbox
     from codesign.store import Store
 

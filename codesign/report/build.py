@@ -38,9 +38,16 @@ class Report:
     figures: dict[str, list[tuple[str, bytes]]] = field(default_factory=dict)
 
     def frames(self) -> dict[str, pl.DataFrame]:
-        return {"main": self.main, "breakdowns": self.breakdowns, "sensitivity": self.sensitivity, "rho": self.rho,
-                "attribution": self.attribution, "adjusted": self.adjusted, "agreement": self.agreement,
-                "denominators": self.denominators}  # fmt: skip
+        return {
+            "main": self.main,
+            "breakdowns": self.breakdowns,
+            "sensitivity": self.sensitivity,
+            "rho": self.rho,
+            "attribution": self.attribution,
+            "adjusted": self.adjusted,
+            "agreement": self.agreement,
+            "denominators": self.denominators,
+        }
 
 
 def build_report(collection: Collection, draw: bool = True) -> Report:
@@ -48,9 +55,17 @@ def build_report(collection: Collection, draw: bool = True) -> Report:
     main = tables.main_table(tasks)
     side, rho = tables.sensitivity(main)
     breakdowns = tables.breakdowns(tasks)
-    report = Report(collection, main, breakdowns, side, rho, tables.attribution(tasks),
-                    tables.adjusted(tasks, main), tables.agreement(collection.verdicts),
-                    tables.denominators(tasks, collection.verdicts))  # fmt: skip
+    report = Report(
+        collection,
+        main,
+        breakdowns,
+        side,
+        rho,
+        tables.attribution(tasks),
+        tables.adjusted(tasks, main),
+        tables.agreement(collection.verdicts),
+        tables.denominators(tasks, collection.verdicts),
+    )
     if draw:
         report.figures = _figures(report)
     return report
@@ -63,7 +78,7 @@ def _figures(report: Report) -> dict[str, list[tuple[str, bytes]]]:
         heat.append(("harness × model", plots.heat_map(main, "harness", "model")))
     if main["evaluator"].n_unique() > 1:
         heat.append(("evaluator × model", plots.heat_map(main, "evaluator", "model")))
-    figures = {
+    figures: dict[str, list[tuple[str, bytes | None]]] = {
         "main": [("strict per cell and track", plots.score_bars(main))],
         "breakdowns": [
             ("ME by modality", plots.breakdown_bars(report.breakdowns, "modality", "ME by attachment modality")),
@@ -96,12 +111,19 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
                 evidence_uri = f"{run.store.rstrip('/')}/{where}"
             elif (folder := local_path(run.store) / where).is_dir():
                 evidence_href = os.path.relpath(folder, out_dir) + "/"
-        trials.append({
-            "cell": " · ".join(f"{c}={row[c]}" for c in CELL), "task_id": row["task_id"], "seed": row["seed"],
-            "status": row["status"], "strict": "" if row["strict"] is None else f"{row['strict']:.3f}",
-            "run": run.name, "report": os.path.relpath(run.report, out_dir) if run.report else None,
-            "evidence_href": evidence_href, "evidence_uri": evidence_uri,
-        })  # fmt: skip
+        trials.append(
+            {
+                "cell": " · ".join(f"{c}={row[c]}" for c in CELL),
+                "task_id": row["task_id"],
+                "seed": row["seed"],
+                "status": row["status"],
+                "strict": "" if row["strict"] is None else f"{row['strict']:.3f}",
+                "run": run.name,
+                "report": os.path.relpath(run.report, out_dir) if run.report else None,
+                "evidence_href": evidence_href,
+                "evidence_uri": evidence_uri,
+            }
+        )
     data_uri = lambda png: "data:image/png;base64," + base64.b64encode(png).decode()  # noqa: E731
     main = report.main.select([c for c in MAIN_COLUMNS if c in report.main.columns])
     template = resources.files("codesign.report").joinpath("templates/report.html").read_text()
@@ -140,9 +162,12 @@ def markdown(report: Report) -> str:
     """The tables as Markdown, every column, for a paper draft (``report.md``; the terminal gets report.console)."""
     main = report.main.select([c for c in MAIN_COLUMNS if c in report.main.columns])
     shown = nonempty_buckets(report.denominators)
-    parts = [("Main table", main), ("Denominators (trials planned, scored, and the buckets that are not empty; "
-              "criteria by grader)", shown), ("Combined (all tasks weighted equally)",
-              main.filter(pl.col("track") == "ALL")), ("Breakdowns", report.breakdowns)]  # fmt: skip
+    parts = [
+        ("Main table", main),
+        ("Denominators (trials planned, scored, and the buckets that are not empty; criteria by grader)", shown),
+        ("Combined (all tasks weighted equally)", main.filter(pl.col("track") == "ALL")),
+        ("Breakdowns", report.breakdowns),
+    ]
     if report.sensitivity.height:
         parts += [("Sensitivity", report.sensitivity), ("Rank stability (Spearman ρ)", report.rho)]
     parts += [("Failure attribution", report.attribution), ("Environment-adjusted", report.adjusted)]
@@ -158,6 +183,13 @@ def _markdown_table(frame: pl.DataFrame) -> str:
     if frame.is_empty():
         return "_none_"
     shown = frame.with_columns(pl.col(pl.Float64).round(3))
-    with pl.Config(tbl_formatting="MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
-                   tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=60):  # fmt: skip
+    with pl.Config(
+        tbl_formatting="MARKDOWN",
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=10_000,
+        fmt_str_lengths=60,
+    ):
         return str(shown)

@@ -59,8 +59,10 @@ def find_runs(paths: list[Path]) -> list[Run]:
         path = Path(path)
         found = [path / "tasks.parquet"] if (path / "tasks.parquet").is_file() else sorted(path.rglob("tasks.parquet"))
         if not found:
-            raise ConfigError(f"no codesign run under {path} (no tasks.parquet in it or below it)",
-                              "pass run folders (outputs/runs/<date>/<time>) or multirun/sweep folders")  # fmt: skip
+            raise ConfigError(
+                f"no codesign run under {path} (no tasks.parquet in it or below it)",
+                "pass run folders (outputs/runs/<date>/<time>) or multirun/sweep folders",
+            )
         runs += [Run(p.parent.resolve(), p.stat().st_mtime) for p in found]
     unique = {r.path: r for r in runs}
     return sorted(unique.values(), key=lambda r: (r.finished, r.name))
@@ -125,16 +127,33 @@ def from_store(uri: str) -> Collection:
         labels, track = task.get("labels") or {}, task.get("track") or "?"
         evaluations = store.glob(f"trials/{key}/evals/*/evaluation.json")
         if not evaluations:
-            records.append(TrialRecord(key, None, spec.get("task_id", "?"), track, base, labels, "solved",
-                                       telemetry=telemetry))  # fmt: skip
+            records.append(
+                TrialRecord(key, None, spec.get("task_id", "?"), track, base, labels, "solved", telemetry=telemetry)
+            )
         for eval_path in evaluations:
             stored = json.loads(store.read_bytes(eval_path) or b"{}")
-            evaluation = Evaluation(stored["status"], [CriterionVerdict(**v) for v in stored["verdicts"]],
-                                    [EvidenceItem(**e) for e in stored["evidence"]], stored.get("message", ""),
-                                    stored.get("wall_s", 0.0), stored.get("telemetry", {}))  # fmt: skip
+            evaluation = Evaluation(
+                stored["status"],
+                [CriterionVerdict(**v) for v in stored["verdicts"]],
+                [EvidenceItem(**e) for e in stored["evidence"]],
+                stored.get("message", ""),
+                stored.get("wall_s", 0.0),
+                stored.get("telemetry", {}),
+            )
             cell = {**base, "evaluator": str((stored.get("evaluator") or {}).get("name", base.get("evaluator")))}
-            records.append(TrialRecord(key, eval_path.split("/")[3], spec.get("task_id", "?"), track, cell, labels,
-                                       evaluation.status, telemetry=telemetry, evaluation=evaluation))  # fmt: skip
+            records.append(
+                TrialRecord(
+                    key,
+                    eval_path.split("/")[3],
+                    spec.get("task_id", "?"),
+                    track,
+                    cell,
+                    labels,
+                    evaluation.status,
+                    telemetry=telemetry,
+                    evaluation=evaluation,
+                )
+            )
     if not records:
         raise ConfigError(f"no stored trials in {uri}", "check the store's URI (store.root / $CODESIGN_STORE)")
     run = Run(Path(uri) if not store.remote else Path(uri.replace("://", "/")), 0.0)
@@ -150,9 +169,12 @@ def keep_only(collection: Collection, filters: list[str]) -> Collection:
     for f in filters:
         key, sep, value = f.partition("=")
         if not sep or key not in tasks.columns:
-            raise ConfigError(f"filter {f!r}: expected key=value with key one of the trial columns",
-                              "e.g. --filter model=kimi-k3 --filter track=RE (columns: "
-                              + ", ".join(c for c in (*TRIAL, "track", "modality", "status")) + ")")  # fmt: skip
+            raise ConfigError(
+                f"filter {f!r}: expected key=value with key one of the trial columns",
+                "e.g. --filter model=kimi-k3 --filter track=RE (columns: "
+                + ", ".join(c for c in (*TRIAL, "track", "modality", "status"))
+                + ")",
+            )
         tasks = tasks.filter(pl.col(key).cast(pl.String).is_in(value.split(",")))
     if verdicts.height:
         verdicts = verdicts.join(tasks.select([*TRIAL, "run"]), on=[*TRIAL, "run"], how="semi")

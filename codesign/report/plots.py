@@ -74,8 +74,13 @@ def breakdown_bars(breakdowns: pl.DataFrame, dimension: str, title: str) -> byte
     fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(groups) * max(1, len(series)) / 2 + 2), 3.4))
     for i, name in enumerate(series):
         rows = {r["group"]: r["strict"] for r in part.iter_rows(named=True) if _label(r, cells) == name}
-        ax.bar([j + i * width for j in range(len(groups))], [rows.get(g) or 0.0 for g in groups], width,
-               label=name, color=_COLORS[i % len(_COLORS)])  # fmt: skip
+        ax.bar(
+            [j + i * width for j in range(len(groups))],
+            [rows.get(g) or 0.0 for g in groups],
+            width,
+            label=name,
+            color=_COLORS[i % len(_COLORS)],
+        )
     ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(groups))], groups)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("Strict completion")

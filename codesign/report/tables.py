@@ -6,10 +6,10 @@ from itertools import combinations
 
 import polars as pl
 
+from codesign._types import TOOL_KINDS
 from codesign.score.ledger import criteria_of, denominators_frame
 from codesign.score.metrics import CELL, NOT_THE_SOLVER, adjusted_frame, breakdown_frame, summary_frame
 from codesign.score.ranking import FACTORS, rank_stability
-from codesign.solve.recorder import TOOL_KINDS
 
 TRACKS = {"ME": 0, "RE": 1, "ALL": 2}
 
@@ -74,11 +74,24 @@ def sensitivity(main: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
                 continue
             context = ",".join(f"{k}={v}" for k, v in zip(others, key[2:], strict=True))
             shift = max(score.values()) - min(score.values())
-            rows.append({"factor": factor, "model": key[0], "track": key[1], "context": context,
-                         "scores": " · ".join(f"{lv} {score[lv]:.3f}" for lv in levels if lv in score),
-                         "largest_shift": shift})  # fmt: skip
-    schema = {"factor": pl.String, "model": pl.String, "track": pl.String, "context": pl.String,
-              "scores": pl.String, "largest_shift": pl.Float64}  # fmt: skip
+            rows.append(
+                {
+                    "factor": factor,
+                    "model": key[0],
+                    "track": key[1],
+                    "context": context,
+                    "scores": " · ".join(f"{lv} {score[lv]:.3f}" for lv in levels if lv in score),
+                    "largest_shift": shift,
+                }
+            )
+    schema = {
+        "factor": pl.String,
+        "model": pl.String,
+        "track": pl.String,
+        "context": pl.String,
+        "scores": pl.String,
+        "largest_shift": pl.Float64,
+    }
     side_by_side = _by_track(pl.DataFrame(rows, schema=schema), ["factor", "model"])
     rho = rank_stability(main.select([*CELL, "track", "strict"]))
     return side_by_side, rho.filter(pl.col("compare") == "models")
@@ -114,6 +127,6 @@ def agreement(verdicts: pl.DataFrame) -> pl.DataFrame:
             keyed.filter(pl.col("evaluator") == b), on=["trial_key", "criterion_id"], suffix="_b"
         )
         if pair.height:
-            same = (pair["verdict"] == pair["verdict_b"]).mean()
+            same = pair.select((pl.col("verdict") == pl.col("verdict_b")).mean()).item()
             rows.append({"a": a, "b": b, "criteria": pair.height, "agreement": float(same)})
     return pl.DataFrame(rows, schema=schema)

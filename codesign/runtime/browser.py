@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import socket
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from codesign.errors import EnvironmentSetupError
+from codesign.programs import find_chromium
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -43,30 +42,6 @@ def context_options(viewport: Any) -> dict[str, Any]:
         return VIEWPORTS[viewport]
     size = {"viewport": {"width": viewport.width, "height": viewport.height}, "device_scale_factor": 1}
     return size | ({"is_mobile": True, "has_touch": True} if viewport.mobile else {})
-
-
-# The real binary first: Debian's /usr/bin/chromium wrapper prints a harmless shell warning.
-_SYSTEM_CANDIDATES = (
-    "/usr/lib/chromium/chromium",
-    "/usr/bin/chromium",
-    "/usr/bin/chromium-browser",
-    "/usr/bin/google-chrome",
-)
-
-
-def find_chromium(explicit: str | None = None) -> str | None:
-    """The Chromium to drive: ``explicit``, ``$CODESIGN_CHROMIUM``, a system one, else None (Playwright's own)."""
-    for candidate in (explicit, os.environ.get("CODESIGN_CHROMIUM")):
-        if candidate:
-            if not Path(candidate).is_file():
-                raise EnvironmentSetupError(
-                    f"browser {candidate!r} does not exist", "fix browser.executable / CODESIGN_CHROMIUM or unset it"
-                )
-            return candidate
-    for candidate in (*_SYSTEM_CANDIDATES, shutil.which("chromium")):
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 @dataclass

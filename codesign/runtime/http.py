@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -42,7 +43,7 @@ class LoopbackServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+    def __init__(self, handler: Callable[..., BaseHTTPRequestHandler]):
         super().__init__(("127.0.0.1", 0), handler)
 
     @property

@@ -1,5 +1,6 @@
-"""Build a final workspace and serve it on loopback: the task's own commands run in the trial's sandbox
-kind (confined, offline), a static build is served by an in-process server that never leaves its folder."""
+"""Serve a built workspace on loopback: the task's own serve command runs in the candidate sandbox the app was
+built in (``codesign.sandbox.candidate``), a static build is served by an in-process server that never leaves
+its folder."""
 
 from __future__ import annotations
 
@@ -7,50 +8,36 @@ import asyncio
 import contextlib
 import functools
 import re
-import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
+from typing import Protocol
 
 from codesign._protocols import Sandbox
 from codesign.errors import EnvironmentSetupError
 from codesign.runtime.http import LoopbackMixin, LoopbackServer
-from codesign.sandbox.dependencies import NODE_INSTALL, cached_node_modules, hydrate_node_modules
-from codesign.tasks.schema import Environment
-
-NODE_BUILD = "npm run build --silent"
-FROZEN = ("node_modules",)  # hard links into the shared cache: a candidate's build sees them read-only ...
-BUILD_CACHES = ("node_modules/.vite-temp", "node_modules/.vite", "node_modules/.cache")  # ... but for tool caches
 
 
-@dataclass
-class BuildResult:
-    ok: bool
-    log: str
-    wall_s: float
+class ServeSettings(Protocol):
+    """How a task serves its built app (``codesign.tasks.schema.Serve``), as read here."""
+
+    @property
+    def static_dir(self) -> str: ...
+    @property
+    def spa_fallback(self) -> bool: ...
+    @property
+    def command(self) -> str | None: ...
+    @property
+    def ready_path(self) -> str: ...
+    @property
+    def ready_timeout_s(self) -> float: ...
 
 
-def build_app(workspace: Path, env: Environment, node_cache: Path, sandbox: Sandbox) -> BuildResult:
-    """Install (cached per lockfile, confined) and build in ``sandbox`` — a candidate sandbox over
-    ``workspace``. A failing build is the candidate's fault, not an error."""
-    start = time.monotonic()
-    if env.kind == "static" and not env.build:
-        return BuildResult(True, "static app: nothing to build", 0.0)
-    log = []
-    if env.kind == "node":
-        modules = cached_node_modules(workspace, node_cache, env.install or NODE_INSTALL)
-        hydrate_node_modules(workspace, modules, hardlink=True)
-        log.append(f"dependencies from cache {modules.parent.name}")
-    command = NODE_BUILD if env.build is None and env.kind == "node" else env.build or None
-    if command:
-        result = sandbox.execute(command, timeout=env.build_timeout_s)
-        log.append(f"$ {command}\n{result.output}")
-        if result.timed_out or result.returncode != 0:
-            status = "timed out" if result.timed_out else f"exit code {result.returncode}"
-            return BuildResult(False, "\n".join([*log, f"build failed: {status}"]), time.monotonic() - start)
-        sandbox.sync()
-    return BuildResult(True, "\n".join(log), time.monotonic() - start)
+class ServedApp(Protocol):
+    """A task's app environment (``codesign.tasks.schema.Environment``): this module reads its ``serve``."""
+
+    @property
+    def serve(self) -> ServeSettings: ...
 
 
 class _Handler(LoopbackMixin, SimpleHTTPRequestHandler):
@@ -65,7 +52,7 @@ class _Handler(LoopbackMixin, SimpleHTTPRequestHandler):
             return str(root / ".codesign-outside-the-served-folder")  # never exists: a 404
         return str(resolved) + ("/" if translated.endswith("/") else "")
 
-    def send_head(self):  # type: ignore[override]
+    def send_head(self):
         path = Path(self.translate_path(self.path))
         if self.path == "/favicon.ico" and not path.exists():
             # Browsers ask for it unprompted; its 404 would read as an app error in the console.
@@ -118,7 +105,7 @@ def static_server(root: Path, spa_fallback: bool) -> Iterator[str]:
         server.stop()
 
 
-def serve(workspace: Path, env: Environment, sandbox: Sandbox) -> contextlib.AbstractContextManager[str]:
+def serve(workspace: Path, env: ServedApp, sandbox: Sandbox) -> contextlib.AbstractContextManager[str]:
     """Serve a built workspace on 127.0.0.1; yields the base URL. A task's own serve command runs in
     ``sandbox`` (the candidate sandbox the app was built in)."""
     if env.serve.command:
@@ -130,7 +117,7 @@ def serve(workspace: Path, env: Environment, sandbox: Sandbox) -> contextlib.Abs
 
 
 @contextlib.asynccontextmanager
-async def serving(workspace: Path, env: Environment, sandbox: Sandbox) -> AsyncIterator[str]:
+async def serving(workspace: Path, env: ServedApp, sandbox: Sandbox) -> AsyncIterator[str]:
     """``serve`` for coroutines: starting and stopping a server (which may wait for it) never blocks the loop."""
     server = serve(workspace, env, sandbox)
     url = await asyncio.to_thread(server.__enter__)

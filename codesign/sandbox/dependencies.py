@@ -67,8 +67,14 @@ def cached_node_modules(app_dir: Path, cache_root: Path, install: str = NODE_INS
             for name in ("package.json", "package-lock.json", ".npmrc"):
                 if (app_dir / name).is_file() and not (app_dir / name).is_symlink():
                     shutil.copy2(app_dir / name, app / name)
-            box = LocalSandbox(app, scratch / "home", confine=True, network=True, writable=[str(npm_cache)],
-                               env={"npm_config_cache": str(npm_cache)})  # fmt: skip
+            box = LocalSandbox(
+                app,
+                scratch / "home",
+                confine=True,
+                network=True,
+                writable=[str(npm_cache)],
+                env={"npm_config_cache": str(npm_cache)},
+            )
             box.check()
             result = box.execute(install, timeout=timeout_s)
             if result.returncode != 0 and "--prefer-offline" in install and "notarget" in result.output.lower():

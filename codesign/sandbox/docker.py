@@ -25,7 +25,7 @@ from typing import Any
 from codesign._types import Count, ExecResult, Seconds
 from codesign.errors import ConfigError, EnvironmentSetupError
 from codesign.sandbox import scratch
-from codesign.sandbox.local import ServeError, wait_for_server
+from codesign.sandbox.processes import ServeError, wait_for_server
 from codesign.sandbox.relay import RELAY_JS, Relay
 
 LABEL = "codesign"
@@ -80,23 +80,26 @@ class DockerSandbox:
         if self._client is None:
             import docker
 
-            from codesign.install import docker_host
+            from codesign.sandbox.engine import docker_host
 
             try:
                 self._client = docker.DockerClient(base_url=self.docker_host or docker_host(), timeout=120)
                 self._client.ping()
             except Exception as e:
-                raise EnvironmentSetupError(f"no Docker Engine answers at {self.docker_host or docker_host()}: {e}",
-                                            "run `python -m codesign.install docker` (starts one) "
-                                            "or set DOCKER_HOST") from e  # fmt: skip
+                raise EnvironmentSetupError(
+                    f"no Docker Engine answers at {self.docker_host or docker_host()}: {e}",
+                    "run `python -m codesign.install docker` (starts one) or set DOCKER_HOST",
+                ) from e
         return self._client
 
     def check(self) -> None:
         """Preflight: the engine answers and the image exists; a killed run's containers are removed."""
         client = self.client()
         if not client.images.list(name=self.image):
-            raise ConfigError(f"Docker image {self.image!r} is not present on the engine",
-                              "build it: python -m codesign.install node-image (or busybox-image)")  # fmt: skip
+            raise ConfigError(
+                f"Docker image {self.image!r} is not present on the engine",
+                "build it: python -m codesign.install node-image (or busybox-image)",
+            )
         remove_leftovers(client)
 
     def for_candidate(
@@ -104,9 +107,20 @@ class DockerSandbox:
     ) -> DockerSandbox:
         """A fresh container of the same image and limits for code the model wrote: no network. (``frozen``
         and ``caches`` need nothing here: the container gets its own copy of the dependencies.)"""
-        return replace(self, workspace=workspace, home=home, network="none", env={}, candidate=True, _sockets=None,
-                       _relay=None,
-                       _client=self._client, _container=None, _volume=None, _lock=threading.Lock())  # fmt: skip
+        return replace(
+            self,
+            workspace=workspace,
+            home=home,
+            network="none",
+            env={},
+            candidate=True,
+            _sockets=None,
+            _relay=None,
+            _client=self._client,
+            _container=None,
+            _volume=None,
+            _lock=threading.Lock(),
+        )
 
     def container(self) -> Any:
         if self._container is None:
@@ -123,13 +137,23 @@ class DockerSandbox:
                 mounts[str(self._sockets)] = {"bind": "/run/codesign", "mode": "rw"}
             self._volume = self.client().volumes.create(labels=labels)
             self._container = self.client().containers.run(
-                self.image, command=["sleep", "infinity"], detach=True, network_mode=self.network,
-                mem_limit=self.memory, memswap_limit=self.memory, nano_cpus=int(self.cpus * 1e9),
-                pids_limit=self.pids_limit, working_dir="/", cap_drop=["ALL"],
-                security_opt=["no-new-privileges"], read_only=self.read_only_root,
-                tmpfs={"/tmp": "rw,exec,size=512m,mode=1777"}, labels=labels, init=True,
+                self.image,
+                command=["sleep", "infinity"],
+                detach=True,
+                network_mode=self.network,
+                mem_limit=self.memory,
+                memswap_limit=self.memory,
+                nano_cpus=int(self.cpus * 1e9),
+                pids_limit=self.pids_limit,
+                working_dir="/",
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                read_only=self.read_only_root,
+                tmpfs={"/tmp": "rw,exec,size=512m,mode=1777"},
+                labels=labels,
+                init=True,
                 volumes={self._volume.name: {"bind": os.path.dirname(self.workdir), "mode": "rw"}, **mounts},
-            )  # fmt: skip
+            )
             uid, gid = (int(x) for x in self.user.split(":"))
             parent, name = os.path.split(self.workdir)
             self._container.put_archive(parent, _tar_dir(self.workspace, name, uid, gid))
@@ -168,10 +192,20 @@ class DockerSandbox:
             raise ServeError("serve commands run in candidate sandboxes only (see for_candidate)")
         sock = self._sockets / "serve.sock"
         exec_id = self.client().api.exec_create(
-            container.id, ["node", "/run/codesign/relay.js", f"unix:/run/codesign/{sock.name}=tcp:{port}", "--",
-                           self.shell, "-c", command.replace("{port}", str(port))],
-            workdir=self.workdir, user=self.user, environment={"HOME": "/tmp", **self.env},
-        )["Id"]  # fmt: skip
+            container.id,
+            [
+                "node",
+                "/run/codesign/relay.js",
+                f"unix:/run/codesign/{sock.name}=tcp:{port}",
+                "--",
+                self.shell,
+                "-c",
+                command.replace("{port}", str(port)),
+            ],
+            workdir=self.workdir,
+            user=self.user,
+            environment={"HOME": "/tmp", **self.env},
+        )["Id"]
         self.client().api.exec_start(exec_id, detach=True)
         self._relay = self._relay or Relay()
         base = f"http://127.0.0.1:{self._relay.tcp_to_unix(sock)}"
@@ -194,8 +228,9 @@ class DockerSandbox:
         environment.setdefault("HOME", "/tmp")
         if stdin is not None:
             command = f"{command} <<'CODESIGN_STDIN_EOF'\n{stdin}\nCODESIGN_STDIN_EOF"
-        exec_id = self.client().api.exec_create(container.id, [self.shell, "-c", command], workdir=self.workdir,
-                                                user=self.user, environment=environment)["Id"]  # fmt: skip
+        exec_id = self.client().api.exec_create(
+            container.id, [self.shell, "-c", command], workdir=self.workdir, user=self.user, environment=environment
+        )["Id"]
         chunks: list[bytes] = []
         done = threading.Event()
 
@@ -266,7 +301,9 @@ class DockerSandbox:
             member = tar.next()
             if member is None or not member.isfile():
                 raise IsADirectoryError(inside)
-            return tar.extractfile(member).read()
+            extracted = tar.extractfile(member)
+            assert extracted is not None  # a regular file always has content to extract
+            return extracted.read()
 
     def _sync_out(self, dest: Path, keep: tuple[str, ...]) -> None:
         """Make ``dest`` mirror the container's workspace (deletions included), except ``keep``."""
@@ -279,8 +316,10 @@ class DockerSandbox:
         with tarfile.open(fileobj=data) as tar:
             members = [m for m in tar.getmembers() if m.name.split("/")[0] not in ("node_modules", *keep)]
             # tarfile's "data" filter came with Python 3.11.4; _contained does its job on older versions too.
-            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            tar.extractall(dest, members=list(_contained(members)), **safe)
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(dest, members=list(_contained(members)), filter="data")
+            else:
+                tar.extractall(dest, members=list(_contained(members)))
 
 
 def _contained(members: list[tarfile.TarInfo]) -> Iterator[tarfile.TarInfo]:

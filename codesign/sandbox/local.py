@@ -14,14 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -29,78 +25,10 @@ from urllib.parse import urlsplit
 from codesign._types import ExecResult, Seconds
 from codesign.errors import ConfigError, EnvironmentSetupError
 from codesign.sandbox import scratch
+from codesign.sandbox.bubblewrap import bwrap_argv
+from codesign.sandbox.processes import ServeError, free_port, kill_group, run_in_group, scrubbed_env, wait_for_server
 from codesign.sandbox.relay import RELAY_JS, Relay
-from codesign.sandbox.workspace import copy_tree
-
-# Environment variables a sandbox's commands may see; everything else (keys, tokens) is dropped.
-_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "NODE_OPTIONS")
-# Where this machine's TLS trust lives (paths, not secrets): an install behind a TLS-inspecting proxy needs them.
-_CA_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
-_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
-
-# What a confined command sees of the system, read-only.
-_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_ETC = ("passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf", "protocols",
-        "services", "ssl", "ca-certificates", "ca-certificates.conf", "alternatives", "ld.so.cache", "ld.so.conf",
-        "ld.so.conf.d", "localtime", "timezone", "mime.types", "npmrc")  # fmt: skip
-SANDBOX_UID = 1000
-
-
-def scrubbed_env(home: Path, extra: dict[str, str] | None = None, network: bool = False) -> dict[str, str]:
-    """The host environment minus anything secret: a fixed allowlist, plus proxies (without credentials)
-    for commands that have the network. ``extra`` is added as given (e.g. a model proxy's own token)."""
-    env = {k: v for k, v in os.environ.items() if k in (*_PASS_THROUGH, *_CA_VARS)}
-    if network:  # a proxy URL with user:password@ is a credential: left out
-        env |= {k: v for k, v in os.environ.items() if k in _PROXY_VARS and "@" not in v}
-    env.update(HOME=str(home), CI="1", NO_COLOR="1", npm_config_update_notifier="false")
-    env.update(extra or {})
-    return env
-
-
-def run_in_group(
-    argv: list[str],
-    cwd: Path,
-    env: dict[str, str],
-    timeout: float | None,
-    max_output: int = 200_000,
-    stdin: str | None = None,
-) -> ExecResult:
-    """Run ``argv`` in a new session; on timeout the whole process group is killed (mini-swe-agent's rule)."""
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(input=stdin.encode() if stdin is not None else None, timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        kill_group(proc.pid)
-        out, _ = proc.communicate()
-        timed_out = True
-    text = out.decode("utf-8", errors="replace")
-    if len(text) > max_output:
-        half = max_output // 2
-        text = f"{text[:half]}\n... [{len(text) - max_output} characters elided] ...\n{text[-half:]}"
-    return ExecResult(output=text, returncode=None if timed_out else proc.returncode, timed_out=timed_out)
-
-
-def kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-@functools.cache
-def _bwrap_features() -> frozenset[str]:
-    """Options this bubblewrap knows (``--disable-userns`` came with 0.8)."""
-    if not shutil.which("bwrap"):
-        return frozenset()
-    text = subprocess.run(["bwrap", "--help"], capture_output=True, text=True).stdout
-    return frozenset(w for w in text.split() if w.startswith("--"))
+from codesign.workspace import copy_tree
 
 
 @functools.cache
@@ -109,34 +37,6 @@ def _bwrap_works() -> str | None:
     probe = LocalSandbox(Path(tempfile.gettempdir()), Path(tempfile.gettempdir()), confine=True, network=False)
     proc = subprocess.run(probe.argv("true"), capture_output=True, text=True, cwd="/")
     return None if proc.returncode == 0 else (proc.stderr.strip() or f"exit code {proc.returncode}")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ServeError(Exception):
-    """A serve command exited, or its app never answered."""
-
-
-def wait_for_server(base: str, ready_path: str, timeout_s: float, exited: Callable[[], str | None]) -> None:
-    """Poll ``base + ready_path`` until it answers; ``exited()`` says why the server is gone, if it is."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        gone = exited()
-        if gone is not None:
-            raise ServeError(gone)
-        try:
-            with urllib.request.urlopen(base + ready_path, timeout=5):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise ServeError(f"app not ready at {ready_path} after {timeout_s:.0f} s") from None
-            time.sleep(0.2)
 
 
 @dataclass
@@ -189,16 +89,30 @@ class LocalSandbox:
     ) -> LocalSandbox:
         """The same kind of sandbox for code the model wrote (install, build, serve): always confined and
         offline, whatever this one allows."""
-        return replace(self, workspace=workspace, home=home, confine=True, network=False, env=None,
-                       read_only=[], writable=[], frozen=list(frozen), caches=list(caches), _forwards={},
-                       _relay=None, _sockets=None)  # fmt: skip
+        return replace(
+            self,
+            workspace=workspace,
+            home=home,
+            confine=True,
+            network=False,
+            env=None,
+            read_only=[],
+            writable=[],
+            frozen=list(frozen),
+            caches=list(caches),
+            _forwards={},
+            _relay=None,
+            _sockets=None,
+        )
 
     def check(self) -> None:
         if not self.isolated:
             return
         if not shutil.which("bwrap"):
-            raise ConfigError("sandbox.confine / sandbox.network=false need bubblewrap (bwrap), which is not installed",
-                              "run `python -m codesign.install run` (as root: apt-get install bubblewrap)")  # fmt: skip
+            raise ConfigError(
+                "sandbox.confine / sandbox.network=false need bubblewrap (bwrap), which is not installed",
+                "run `python -m codesign.install run` (as root: apt-get install bubblewrap)",
+            )
         problem = _bwrap_works()
         if problem:
             raise EnvironmentSetupError(
@@ -209,63 +123,25 @@ class LocalSandbox:
     # --- how a command is wrapped ----------------------------------------------------------------------
     def argv(self, command: str, relays: tuple[str, ...] = ()) -> list[str]:
         inner = ["bash", "-c", command]
-        if relays or self._forwards:
+        relayed = bool(relays or self._forwards)
+        if relayed:
             forwards = tuple(f"tcp:{port}=unix:{sock}" for port, sock in self._forwards.items())
             inner = ["node", str(RELAY_JS), *forwards, *relays, "--", *inner]
         if not self.wrapped:
             return inner
-        features = _bwrap_features()
-        argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
-                "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL"]  # fmt: skip
-        if "--disable-userns" in features:
-            argv.append("--disable-userns")  # no nested namespaces to climb out of
-        if self.network:
-            argv.append("--share-net")
-        ws, home = str(self.workspace), str(self.home)
-        if self.confine:
-            argv += self._system_view()
-        else:
-            argv += ["--bind", "/", "/"]
-        argv += ["--dev", "/dev", "--proc", "/proc", "--bind", str(self.tmp), "/tmp"]
-        visible = [ws, home]
-        for path in self.read_only + [str(RELAY_JS)] * bool(relays or self._forwards):
-            argv += ["--ro-bind", path, path]
-            visible.append(path)
-        argv += ["--bind", ws, ws, "--bind", home, home]
-        for path in self.writable + ([str(self._sockets)] if self._sockets else []):
-            argv += ["--bind", path, path]
-            visible.append(path)
-        for rel in self.frozen:
-            if (self.workspace / rel).exists():
-                argv += ["--ro-bind", str(self.workspace / rel), str(self.workspace / rel)]
-        for rel in self.caches:  # the mount point is made on the host: a read-only parent cannot get one later
-            if (self.workspace / rel).parent.is_dir():
-                (self.workspace / rel).mkdir(exist_ok=True)
-                argv += ["--tmpfs", str(self.workspace / rel)]
-        for path in self.hide:
-            resolved = str(Path(path).resolve())
-            if not self.confine or any(resolved.startswith(v.rstrip("/") + "/") for v in visible):
-                argv += ["--tmpfs", resolved]
-        return [*argv, "--chdir", ws, *inner]
-
-    @staticmethod
-    def _system_view() -> list[str]:
-        args: list[str] = []
-        for d in _SYSTEM_DIRS:
-            p = Path(d)
-            if p.is_symlink():
-                args += ["--symlink", os.readlink(p), d]
-            elif p.is_dir():
-                args += ["--ro-bind", d, d]
-        for name in _ETC:
-            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        # Programs installed outside /usr (Node.js under /opt or ~/.nvm), and CA bundles named by variables.
-        extra = {Path(p).resolve().parent.parent for p in map(shutil.which, ("node", "git")) if p}
-        extra |= {Path(os.environ[v]).resolve() for v in _CA_VARS if os.environ.get(v)}
-        for p in sorted(extra):
-            if p.exists() and not any(str(p).startswith(d + "/") or str(p) == d for d in (*_SYSTEM_DIRS, "/etc")):
-                args += ["--ro-bind", str(p), str(p)]
-        return args
+        return bwrap_argv(
+            inner,
+            self.workspace,
+            self.home,
+            self.tmp,
+            confine=self.confine,
+            network=self.network,
+            read_only=self.read_only + [str(RELAY_JS)] * relayed,
+            writable=self.writable + ([str(self._sockets)] if self._sockets else []),
+            frozen=self.frozen,
+            caches=self.caches,
+            hide=self.hide,
+        )
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
         return scrubbed_env(self.home, {**(self.env or {}), **(env or {})}, network=self.network)
@@ -275,8 +151,9 @@ class LocalSandbox:
         self, command: str, timeout: float | None = None, stdin: str | None = None, env: dict[str, str] | None = None
     ) -> ExecResult:
         """``env`` adds variables for this command (e.g. an agent CLI's proxy address) on top of the scrubbed set."""
-        return run_in_group(self.argv(command), self.workspace, self._environment(env),
-                            timeout or self.command_timeout_s, stdin=stdin)  # fmt: skip
+        return run_in_group(
+            self.argv(command), self.workspace, self._environment(env), timeout or self.command_timeout_s, stdin=stdin
+        )
 
     def expose(self, path: str | Path) -> None:
         """Let commands read ``path`` (e.g. an agent CLI installed outside the system folders)."""
@@ -299,7 +176,7 @@ class LocalSandbox:
     @contextlib.contextmanager
     def serve(self, command: str, ready_path: str = "/", ready_timeout_s: float = 60.0) -> Iterator[str]:
         """Run a server command (``{port}`` is replaced by its port) and yield its base URL on the host."""
-        port = _free_port()
+        port = free_port()
         relays: tuple[str, ...] = ()
         if self.network:
             host_port = port
@@ -309,9 +186,15 @@ class LocalSandbox:
             host_port = self._relays().tcp_to_unix(socket_path)
         log = self.home / f"serve-{port}.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen(self.argv(command.replace("{port}", str(port)), relays), cwd=self.workspace,
-                                    env=self._environment(None), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                self.argv(command.replace("{port}", str(port)), relays),
+                cwd=self.workspace,
+                env=self._environment(None),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         base = f"http://127.0.0.1:{host_port}"
 
         def exited() -> str | None:

@@ -28,8 +28,9 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.close()
 
 
-async def _bridge(a: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-                  b: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:  # fmt: skip
+async def _bridge(
+    a: tuple[asyncio.StreamReader, asyncio.StreamWriter], b: tuple[asyncio.StreamReader, asyncio.StreamWriter]
+) -> None:
     """Both directions until either side closes. ``close()`` cancels open bridges (a dev server's
     long-lived sockets): that ends them quietly, since asyncio logs a cancelled connection handler."""
     with contextlib.suppress(asyncio.CancelledError):
@@ -41,14 +42,14 @@ class Relay:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self._servers: list[asyncio.AbstractServer] = []
+        self._servers: list[asyncio.Server] = []
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="codesign-relay")
         self._thread.start()
 
     def unix_to_tcp(self, socket_path: Path, port: int) -> None:
         """Connections to ``socket_path`` reach 127.0.0.1:``port`` on the host (e.g. the model proxy)."""
 
-        async def start() -> asyncio.AbstractServer:
+        async def start() -> asyncio.Server:
             async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                 try:
                     upstream = await asyncio.open_connection("127.0.0.1", port)
@@ -64,7 +65,7 @@ class Relay:
     def tcp_to_unix(self, socket_path: Path) -> int:
         """A free host port whose connections reach ``socket_path`` (a server inside a sandbox); returns it."""
 
-        async def start() -> asyncio.AbstractServer:
+        async def start() -> asyncio.Server:
             async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                 try:
                     upstream = await asyncio.open_unix_connection(str(socket_path))

@@ -23,15 +23,17 @@ GRADING_CAUSES = (Ungraded.GRADER_ERROR.value, Ungraded.INFRA.value, Ungraded.UN
 GRADERS = ("probe", "script", "spec", "judge")
 
 SCHEMA: dict[str, Any] = {
-    **dict.fromkeys([*CELL, "seed", "trial_key", "eval_key", "task_id", "track", "status", "bucket", "cause"],
-                    pl.String),
+    **dict.fromkeys(
+        [*CELL, "seed", "trial_key", "eval_key", "task_id", "track", "status", "bucket", "cause"], pl.String
+    ),
     "scored": pl.Boolean,  # the trial is in the scores (status ok)
     "attempts": pl.Int64,  # gradings of its workspace in this run
     "grading_code": pl.String,  # the grading code that decided its verdicts (codesign.evaluate.fingerprint)
     "older_code": pl.Boolean,  # reused (store.reuse=stale) from grading code other than this run's
-    **dict.fromkeys(["criterion_id", "kind", "grader", "verdict", "ungraded", "failure_category",
-                     "original_verdict"], pl.String),
-}  # fmt: skip
+    **dict.fromkeys(
+        ["criterion_id", "kind", "grader", "verdict", "ungraded", "failure_category", "original_verdict"], pl.String
+    ),
+}
 
 
 def ledger_frame(records: list[TrialRecord]) -> pl.DataFrame:
@@ -40,20 +42,34 @@ def ledger_frame(records: list[TrialRecord]) -> pl.DataFrame:
         verdicts = r.evaluation.verdicts if r.evaluation else []
         trial = {
             **{k: str(r.cell.get(k, "")) for k in [*CELL, "seed"]},
-            "trial_key": r.trial_key or None, "eval_key": r.eval_key, "task_id": r.task_id, "track": r.track,
-            "status": r.status, "bucket": r.bucket, "scored": r.status == TrialStatus.OK,
+            "trial_key": r.trial_key or None,
+            "eval_key": r.eval_key,
+            "task_id": r.task_id,
+            "track": r.track,
+            "status": r.status,
+            "bucket": r.bucket,
+            "scored": r.status == TrialStatus.OK,
             "cause": None if r.status == TrialStatus.OK else (redact(r.message).split("\n")[0][:500] or None),
             "attempts": r.evaluation.attempts if r.evaluation else None,
             "grading_code": (r.evaluation.grading_code or None) if r.evaluation else None,
             "older_code": graded_by_older_code(r),
-        }  # fmt: skip
+        }
         if not verdicts:
             rows.append(trial)
             continue
         for v in verdicts:
-            rows.append({**trial, "criterion_id": v.criterion_id, "kind": v.kind, "grader": v.grader,
-                         "verdict": v.verdict, "ungraded": v.ungraded, "failure_category": v.failure_category,
-                         "original_verdict": v.original_verdict})  # fmt: skip
+            rows.append(
+                {
+                    **trial,
+                    "criterion_id": v.criterion_id,
+                    "kind": v.kind,
+                    "grader": v.grader,
+                    "verdict": v.verdict,
+                    "ungraded": v.ungraded,
+                    "failure_category": v.failure_category,
+                    "original_verdict": v.original_verdict,
+                }
+            )
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
@@ -61,8 +77,12 @@ def criteria_of(tasks: pl.DataFrame, verdicts: pl.DataFrame) -> pl.DataFrame:
     """The ledger's criterion rows rebuilt from a run's ``tasks`` and ``verdicts`` tables (a cross-run report
     reads those): each verdict with whether its trial is scored. Older tables lack ``ungraded``: null then."""
     if verdicts.is_empty():
-        return pl.DataFrame(schema={k: SCHEMA[k] for k in [*CELL, "seed", "task_id", "scored", "criterion_id",
-                                                            "grader", "ungraded", "original_verdict"]})  # fmt: skip
+        return pl.DataFrame(
+            schema={
+                k: SCHEMA[k]
+                for k in [*CELL, "seed", "task_id", "scored", "criterion_id", "grader", "ungraded", "original_verdict"]
+            }
+        )
     if "ungraded" not in verdicts.columns:
         verdicts = verdicts.with_columns(ungraded=pl.lit(None, pl.String))
     keys = [*CELL, "seed", "task_id", *(["run"] if "run" in tasks.columns and "run" in verdicts.columns else [])]
@@ -83,16 +103,22 @@ def denominators_frame(tasks: pl.DataFrame, ledger: pl.DataFrame) -> pl.DataFram
         scored=(pl.col("status") == TrialStatus.OK.value).sum(),
         task_error=(pl.col("status") == TrialStatus.TASK_ERROR.value).sum(),
         **{f"infra_error_{s}": (pl.col("bucket") == f"infra_error:{s}").sum() for s in INFRA_STAGES},
-        infra_error_other=(pl.col("bucket").str.starts_with("infra_error:")
-                           & ~pl.col("bucket").is_in([f"infra_error:{s}" for s in INFRA_STAGES])).sum(),
+        infra_error_other=(
+            pl.col("bucket").str.starts_with("infra_error:")
+            & ~pl.col("bucket").is_in([f"infra_error:{s}" for s in INFRA_STAGES])
+        ).sum(),
         grading_error=(pl.col("status") == TrialStatus.GRADING_ERROR.value).sum(),
-        **{f"grading_error_{c}": ((pl.col("status") == TrialStatus.GRADING_ERROR.value)
-                                  & pl.col("bucket").str.contains(c, literal=True)).sum() for c in GRADING_CAUSES},
+        **{
+            f"grading_error_{c}": (
+                (pl.col("status") == TrialStatus.GRADING_ERROR.value) & pl.col("bucket").str.contains(c, literal=True)
+            ).sum()
+            for c in GRADING_CAUSES
+        },
         aborted=(pl.col("status") == TrialStatus.ABORTED.value).sum(),
         skipped=(pl.col("status") == TrialStatus.SKIPPED.value).sum(),
         solved_only=(pl.col("status") == TrialStatus.SOLVED.value).sum(),
         older_code=pl.col("older_code").fill_null(False).sum(),  # reused from older grading code (reuse=stale)
-    )  # fmt: skip
+    )
     criteria = ledger.filter(pl.col("criterion_id").is_not_null())
     in_scores = pl.col("scored")
     graded = in_scores & pl.col("ungraded").is_null()
@@ -103,14 +129,21 @@ def denominators_frame(tasks: pl.DataFrame, ledger: pl.DataFrame) -> pl.DataFram
         verifier_lowered=(graded & (pl.col("grader") == "verifier") & pl.col("original_verdict").is_not_null()).sum(),
         not_gradable=(in_scores & (pl.col("ungraded") == Ungraded.NOT_GRADABLE.value)).sum(),
         **{f"ungraded_{c}": (pl.col("ungraded") == c).sum() for c in GRADING_CAUSES},
-    )  # fmt: skip
+    )
     out = per_trial.join(per_criterion, on=CELL, how="left").fill_null(0)
     return out.sort(CELL)
 
 
 # The unscored buckets of a cell, as denominators_frame names them; grading errors are split by cause after.
-UNSCORED = ("task_error", *(f"infra_error_{s}" for s in INFRA_STAGES), "infra_error_other", "grading_error",
-            "aborted", "skipped", "solved_only")  # fmt: skip
+UNSCORED = (
+    "task_error",
+    *(f"infra_error_{s}" for s in INFRA_STAGES),
+    "infra_error_other",
+    "grading_error",
+    "aborted",
+    "skipped",
+    "solved_only",
+)
 
 
 def format_denominators(denominators: pl.DataFrame) -> str:
@@ -134,7 +167,10 @@ def format_denominators(denominators: pl.DataFrame) -> str:
             + f"; criteria in the scores: {row['criteria_scored']}"
             + (f" ({', '.join(graders)})" if graders else "")
             + (f"; criteria no grader decided: {', '.join(ungraded)}" if ungraded else "")
-            + (f"; {row['older_code']} evaluations reused from older grading code (store.reuse=stale)"
-               if row["older_code"] else "")
-        )  # fmt: skip
+            + (
+                f"; {row['older_code']} evaluations reused from older grading code (store.reuse=stale)"
+                if row["older_code"]
+                else ""
+            )
+        )
     return "\n".join(lines)

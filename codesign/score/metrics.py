@@ -10,20 +10,30 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from codesign._types import VERDICT_SCORE, TrialRecord, TrialStatus, Ungraded, Verdict
+from codesign._types import TOOL_KINDS, VERDICT_SCORE, TrialRecord, TrialStatus, Ungraded, Verdict
 from codesign.evaluate.fingerprint import grading_code
 from codesign.redact import redact, redact_data
-from codesign.solve.recorder import TOOL_KINDS
+
+if TYPE_CHECKING:  # polars' own name for a column type (a class like pl.String or an instance like pl.List(…))
+    from polars._typing import PolarsDataType
 
 CELL = ["model", "harness", "regime", "evaluator"]
 # Evaluator effort, per trial (LLM evaluators report it; probes cost nothing).
-EVAL_TELEMETRY = {f"{role}_{k}": t for role in ("judge", "verifier")
-                  for k, t in (("calls", pl.Int64), ("input_tokens", pl.Int64), ("output_tokens", pl.Int64),
-                               ("cost_usd", pl.Float64), ("abandoned_calls", pl.Int64))}  # fmt: skip
+EVAL_TELEMETRY = {
+    f"{role}_{k}": t
+    for role in ("judge", "verifier")
+    for k, t in (
+        ("calls", pl.Int64),
+        ("input_tokens", pl.Int64),
+        ("output_tokens", pl.Int64),
+        ("cost_usd", pl.Float64),
+        ("abandoned_calls", pl.Int64),
+    )
+}
 EVAL_TELEMETRY["evaluator_errors"] = pl.Int64
 _SCORE = {v.value: s for v, s in VERDICT_SCORE.items()}
 
@@ -40,12 +50,17 @@ def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
         if r.evaluation is None:
             continue
         for v in r.evaluation.verdicts:
-            row = {**_cell(r), "trial_key": r.trial_key, "task_id": r.task_id, "track": r.track,
-                   **redact_data(asdict(v))}  # fmt: skip
+            row = {
+                **_cell(r),
+                "trial_key": r.trial_key,
+                "task_id": r.task_id,
+                "track": r.track,
+                **redact_data(asdict(v)),
+            }
             row["score"] = _SCORE.get(v.verdict)  # null for an ungraded criterion: never a zero
             row["refutation"] = json.dumps(v.refutation) if v.refutation is not None else None
             rows.append(row)
-    schema = {
+    schema: dict[str, PolarsDataType] = {
         **dict.fromkeys([*CELL, "seed", "trial_key", "task_id", "track", "criterion_id", "kind"], pl.String),
         "preserve": pl.Boolean,
         "verdict": pl.String,
@@ -204,16 +219,24 @@ def summary_frame(tasks: pl.DataFrame) -> pl.DataFrame:
         .drop("track_order")
     )
     spread = pl.DataFrame(
-        [{**dict(zip([*CELL, "track"], key, strict=True)), **_spread(group)}
-         for key, group in both.filter(scored).group_by([*CELL, "track"])],
+        [
+            {**dict(zip([*CELL, "track"], key, strict=True)), **_spread(group)}
+            for key, group in both.filter(scored).group_by([*CELL, "track"])
+        ],
         schema={**dict.fromkeys([*CELL, "track"], pl.String), **SPREAD},
-    )  # fmt: skip
+    )
     return out.join(spread, on=[*CELL, "track"], how="left")
 
 
 BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED = 1000, 0
-SPREAD = {"repeats": pl.Int64, "strict_sd": pl.Float64, "strict_lo": pl.Float64, "strict_hi": pl.Float64,
-          "pass_at_k": pl.Float64, "pass_pow_k": pl.Float64}  # fmt: skip
+SPREAD = {
+    "repeats": pl.Int64,
+    "strict_sd": pl.Float64,
+    "strict_lo": pl.Float64,
+    "strict_hi": pl.Float64,
+    "pass_at_k": pl.Float64,
+    "pass_pow_k": pl.Float64,
+}
 
 
 def _spread(trials: pl.DataFrame) -> dict[str, Any]:
@@ -265,9 +288,12 @@ def breakdown_frame(tasks: pl.DataFrame) -> pl.DataFrame:
     (1-2 vs 3-4), and both tracks by capability dimension (a task counts once in each of its dimensions)."""
     scored = tasks.filter(pl.col("status") == TrialStatus.OK.value)
     metrics = [
-        pl.len().alias("tasks"), pl.col("strict").mean(), pl.col("graded").mean(),
-        pl.col("full_pass").cast(pl.Float64).mean(), (pl.col("n_pass") == 0).cast(pl.Float64).mean().alias("zero_pass"),
-    ]  # fmt: skip
+        pl.len().alias("tasks"),
+        pl.col("strict").mean(),
+        pl.col("graded").mean(),
+        pl.col("full_pass").cast(pl.Float64).mean(),
+        (pl.col("n_pass") == 0).cast(pl.Float64).mean().alias("zero_pass"),
+    ]
     parts = [
         scored.filter(pl.col("track") == "ME").with_columns(dimension=pl.lit("modality"), group=pl.col("modality")),
         scored.filter(pl.col("track") == "RE").with_columns(
@@ -276,8 +302,9 @@ def breakdown_frame(tasks: pl.DataFrame) -> pl.DataFrame:
         ),
         # A task without capability labels is in no capability group (not in one named "").
         scored.with_columns(dimension=pl.lit("capability"), group=pl.col("capability").str.split(","))
-        .explode("group").filter(pl.col("group") != ""),
-    ]  # fmt: skip
+        .explode("group")
+        .filter(pl.col("group") != ""),
+    ]
     both = pl.concat(
         [p.select([*CELL, "dimension", "group", "strict", "graded", "full_pass", "n_pass"]) for p in parts]
     )
@@ -290,7 +317,7 @@ def format_summary(summary: pl.DataFrame) -> str:
     if "strict_lo" in shown.columns:
         interval = pl.format("{}–{}", pl.col("strict_lo").round(2), pl.col("strict_hi").round(2))
         shown = shown.with_columns(strict_95ci=interval).drop("strict_lo", "strict_hi")
-        if (shown["repeats"].max() or 1) > 1:
+        if (shown["repeats"] > 1).any():
             shown = shown.with_columns(pl.col("strict_sd", "pass_at_k", "pass_pow_k").round(3))
         else:
             shown = shown.drop("repeats", "strict_sd", "pass_at_k", "pass_pow_k")
@@ -309,8 +336,12 @@ def format_summary(summary: pl.DataFrame) -> str:
 def format_errors(tasks: pl.DataFrame) -> str:
     """The trials left out of the scores, each kind with its cause: ``errors`` and ``aborted`` in the summary
     are counts; this says why (one line per status and cause, with the tasks it hit)."""
-    left_out = [TrialStatus.TASK_ERROR.value, TrialStatus.INFRA_ERROR.value, TrialStatus.GRADING_ERROR.value,
-                TrialStatus.ABORTED.value]  # fmt: skip
+    left_out = [
+        TrialStatus.TASK_ERROR.value,
+        TrialStatus.INFRA_ERROR.value,
+        TrialStatus.GRADING_ERROR.value,
+        TrialStatus.ABORTED.value,
+    ]
     rows = (
         tasks.filter(pl.col("status").is_in(left_out))
         .with_columns(cause=pl.col("message").fill_null("").str.split("\n").list.first().str.slice(0, 200))

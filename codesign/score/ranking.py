@@ -44,18 +44,42 @@ def rank_stability(summaries: pl.DataFrame, metric: str = "strict") -> pl.DataFr
             score = {(r["model"], r[factor]): r[metric] for r in table.iter_rows(named=True) if r[metric] is not None}
             for x, y in combinations(levels, 2):  # model rankings under two levels
                 common = [m for m in models if (m, x) in score and (m, y) in score]
-                rows.append({"factor": factor, "compare": "models", "a": x, "b": y, "track": track,
-                             "context": context, "n": len(common),
-                             "rho": spearman([score[m, x] for m in common],
-                                             [score[m, y] for m in common])})  # fmt: skip
+                rows.append(
+                    {
+                        "factor": factor,
+                        "compare": "models",
+                        "a": x,
+                        "b": y,
+                        "track": track,
+                        "context": context,
+                        "n": len(common),
+                        "rho": spearman([score[m, x] for m in common], [score[m, y] for m in common]),
+                    }
+                )
             for m1, m2 in combinations(models, 2):  # level orderings of two models
                 common = [lv for lv in levels if (m1, lv) in score and (m2, lv) in score]
-                rows.append({"factor": factor, "compare": "levels", "a": m1, "b": m2, "track": track,
-                             "context": context, "n": len(common),
-                             "rho": spearman([score[m1, lv] for lv in common],
-                                             [score[m2, lv] for lv in common])})  # fmt: skip
-    schema = {"factor": pl.String, "compare": pl.String, "a": pl.String, "b": pl.String, "track": pl.String,
-              "context": pl.String, "n": pl.Int64, "rho": pl.Float64}  # fmt: skip
+                rows.append(
+                    {
+                        "factor": factor,
+                        "compare": "levels",
+                        "a": m1,
+                        "b": m2,
+                        "track": track,
+                        "context": context,
+                        "n": len(common),
+                        "rho": spearman([score[m1, lv] for lv in common], [score[m2, lv] for lv in common]),
+                    }
+                )
+    schema = {
+        "factor": pl.String,
+        "compare": pl.String,
+        "a": pl.String,
+        "b": pl.String,
+        "track": pl.String,
+        "context": pl.String,
+        "n": pl.Int64,
+        "rho": pl.Float64,
+    }
     return pl.DataFrame(rows, schema=schema).sort(["factor", "compare", "track", "context", "a", "b"])
 
 

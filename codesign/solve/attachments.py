@@ -42,8 +42,10 @@ def check_media_support(needs: dict[str, set[str]]) -> None:
             except ImportError as e:
                 missing.append(f"{module} ({modality}: {', '.join(sorted(tasks))}): {e}")
     if missing:
-        raise EnvironmentSetupError("attachments cannot be prepared: " + "; ".join(missing),
-                                    "install codesign's dependencies: make setup (or pip install -e .)")  # fmt: skip
+        raise EnvironmentSetupError(
+            "attachments cannot be prepared: " + "; ".join(missing),
+            "install codesign's dependencies: make setup (or pip install -e .)",
+        )
 
 
 def _image_part(data: bytes, mime: str = "image/png") -> dict[str, Any]:
@@ -58,8 +60,8 @@ def downscale(data: bytes, max_side: int = MAX_SIDE) -> tuple[bytes, str]:
     """PNG bytes no larger than ``max_side``; JPEG for photos keeps payloads small."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(data)) as img:
-        img = img.convert("RGB") if img.mode not in ("RGB", "L") else img
+    with Image.open(io.BytesIO(data)) as opened:
+        img = opened.convert("RGB") if opened.mode not in ("RGB", "L") else opened
         img.thumbnail((max_side, max_side))
         out = io.BytesIO()
         img.save(out, format="PNG", optimize=True)
@@ -74,7 +76,7 @@ def media_duration(path: Path) -> float | None:
         if container.duration is not None:
             return container.duration / av.time_base
         stream = (container.streams.video or container.streams.audio)[0]
-        return float(stream.duration * stream.time_base) if stream.duration else None
+        return float(stream.duration * stream.time_base) if stream.duration and stream.time_base else None
 
 
 def video_keyframes(path: Path, n: int = VIDEO_FRAMES) -> list[tuple[float, bytes]]:
@@ -87,6 +89,8 @@ def video_keyframes(path: Path, n: int = VIDEO_FRAMES) -> list[tuple[float, byte
     frames = []
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
+        if stream.time_base is None:
+            raise ValueError(f"{path.name}: the video stream has no time base")
         for i in range(n):
             t = duration * (i + 0.5) / n
             # Seek to the keyframe before t, then decode forward to the first frame at or after t.
@@ -146,11 +150,15 @@ def content_parts(attachment: dict[str, Any], vision: bool = True, audio: bool =
             data = base64.b64encode(path.read_bytes()).decode()
             parts.append({"type": "input_audio", "input_audio": {"data": data, "format": fmt}})
         else:
-            parts.append(_text(
-                f"Audio file ({path.suffix.lstrip('.')}, {duration:.1f} s) that this model cannot listen to. "
-                f"The raw file is in the workspace at _attachments/{name}; transcribe or analyse it with tools "
-                "if you can." if duration else f"Audio file at _attachments/{name} (this model cannot listen to it)."
-            ))  # fmt: skip
+            parts.append(
+                _text(
+                    f"Audio file ({path.suffix.lstrip('.')}, {duration:.1f} s) that this model cannot listen to. "
+                    f"The raw file is in the workspace at _attachments/{name}; transcribe or analyse it with tools "
+                    "if you can."
+                    if duration
+                    else f"Audio file at _attachments/{name} (this model cannot listen to it)."
+                )
+            )
     elif modality == "document":
         if path.suffix.lower() == ".pdf":
             parts.append(_text(f"Extracted text:\n{pdf_text(path)}"))

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codesign._protocols import Sandbox
-from codesign.sandbox.workspace import PatchError, apply_patch, changed_files, plain_diff_strip
+from codesign.workspace import PatchError, apply_patch, changed_files, plain_diff_strip
 
 _FILE = re.compile(r'<file\s+path="([^"]+)"\s*>\n?(.*?)</file>', re.S)
 # Search and replace texts lose the one newline after their opening tag and the one before their closing tag.

@@ -16,9 +16,10 @@ from typing import Any
 
 from codesign._protocols import Sandbox
 from codesign.runtime.browser import Browser
-from codesign.runtime.serve import BUILD_CACHES, FROZEN, build_app, serve
+from codesign.runtime.serve import serve
 from codesign.runtime.waiting import AppUnresponsive, bounded, settle
 from codesign.sandbox import scratch as scratch_dirs
+from codesign.sandbox.candidate import BUILD_CACHES, FROZEN, build_app
 from codesign.tasks.schema import Environment
 
 

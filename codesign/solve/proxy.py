@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import secrets
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from codesign._protocols import Model
+from codesign._protocols import Model, Recorder
 from codesign.runtime.http import LoopbackHandler, LoopbackServer
 from codesign.solve.ended import Ended, InfraError
-from codesign.solve.recorder import SolveRecorder
+
+if TYPE_CHECKING:
+    from litellm.types.llms.anthropic import AnthropicMessagesRequest
 
 
 def anthropic_sse(message: dict[str, Any]) -> bytes:
@@ -27,16 +29,21 @@ def anthropic_sse(message: dict[str, Any]) -> bytes:
     events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
     for i, block in enumerate(message.get("content") or []):
         if block["type"] == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": {"type": "text", "text": ""}}))  # fmt: skip
+            events.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                )
+            )
             text = block["text"]
             for j in range(0, len(text), 64):
                 delta = {"type": "text_delta", "text": text[j : j + 64]}
                 events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
         elif block["type"] == "tool_use":
             start_block = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": start_block}))  # fmt: skip
+            events.append(
+                ("content_block_start", {"type": "content_block_start", "index": i, "content_block": start_block})
+            )
             args = json.dumps(block.get("input") or {})
             for j in range(0, len(args), 64):
                 delta = {"type": "input_json_delta", "partial_json": args[j : j + 64]}
@@ -44,15 +51,22 @@ def anthropic_sse(message: dict[str, Any]) -> bytes:
         else:
             continue
         events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    events.append(("message_delta", {"type": "message_delta",
-                                     "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": None},
-                                     "usage": {"output_tokens": usage.get("output_tokens", 0)}}))  # fmt: skip
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": None},
+                "usage": {"output_tokens": usage.get("output_tokens", 0)},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
 
 
 class ModelProxy:
-    def __init__(self, model: Model, recorder: SolveRecorder):
+    def __init__(self, model: Model, recorder: Recorder):
         self.model, self.recorder = model, recorder
         self.token = "codesign-" + secrets.token_hex(16)  # only the CLI this proxy was started for may call it
         self.ended: Ended | None = None  # set when a cap was hit or the model failed: the harness reports it
@@ -90,9 +104,11 @@ class ModelProxy:
             except Ended as e:
                 self.ended = e
                 return 400, _error("invalid_request_error", f"codesign: {e}")
-        request, _ = self._adapter.translate_anthropic_to_openai({**body, "stream": False})
+        # The agent CLI's request as it came (JSON): the adapter reads it as Anthropic's request type.
+        anthropic = cast("AnthropicMessagesRequest", {**body, "stream": False})
+        request, _ = self._adapter.translate_anthropic_to_openai(anthropic)
         messages = [{k: v for k, v in m.items() if v is not None} for m in request.get("messages", [])]
-        tools = list(request.get("tools") or [])
+        tools = [dict(t) for t in request.get("tools") or []]
         try:
             reply = self.model.query(messages, tools)
         except Exception as e:  # the endpoint failed after its own retries: an infrastructure outcome
@@ -116,11 +132,19 @@ class ModelProxy:
                 self.recorder.count_tool_call(fn["name"], args)
         response = self._litellm.ModelResponse(
             id=f"msg_codesign_{self.calls}",
-            choices=[{"index": 0, "message": reply.message,
-                      "finish_reason": "tool_calls" if reply.message.get("tool_calls") else "stop"}],
-            usage={"prompt_tokens": reply.usage.input_tokens, "completion_tokens": reply.usage.output_tokens,
-                   "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens},
-        )  # fmt: skip
+            choices=[
+                {
+                    "index": 0,
+                    "message": reply.message,
+                    "finish_reason": "tool_calls" if reply.message.get("tool_calls") else "stop",
+                }
+            ],
+            usage={
+                "prompt_tokens": reply.usage.input_tokens,
+                "completion_tokens": reply.usage.output_tokens,
+                "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens,
+            },
+        )
         message = dict(self._adapter.translate_openai_response_to_anthropic(response))
         message["model"] = body.get("model", "codesign")
         message["usage"] = {

@@ -5,27 +5,15 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codesign._protocols import ModelReply
-from codesign._types import Telemetry, weaker_cost_source
+from codesign._types import Limits, Telemetry, weaker_cost_source
 from codesign.redact import redact_data
 from codesign.solve.ended import CostCapReached, TimeCapReached, TurnCapReached
 
 _MEDIA_TOOLS = re.compile(r"\b(ffmpeg|ffprobe|sox|whisper|faster[-_]whisper|cv2|opencv|pdftoppm|pdftotext|tesseract)\b")
-
-
-# The tool families telemetry counts (the paper's appendix G), the same for every harness.
-TOOL_KINDS = ("edit", "shell", "read", "attachment", "screenshot", "media", "other")
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_turns: int = 120
-    max_wall_s: float = 3 * 3600.0
-    max_cost_usd: float | None = None
 
 
 def tool_kind(name: str, args: dict[str, Any]) -> str:

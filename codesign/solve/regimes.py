@@ -6,14 +6,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codesign._protocols import Harness, Model, Sandbox
-from codesign._types import Count, Dollars, Seconds
+from codesign._types import Count, Dollars, Limits, Seconds, TaskView
 from codesign.solve import prompts
 from codesign.solve.attachments import content_parts
 from codesign.solve.edits import EditError, apply_edits, parse_edits
 from codesign.solve.ended import AgentError, Submitted
 from codesign.solve.preview import Preview
-from codesign.solve.recorder import Limits, SolveRecorder
-from codesign.tasks.loader import TaskView
+from codesign.solve.recorder import SolveRecorder
 
 # Never sent as source: generated, vendored or binary.
 _SKIP = (
@@ -128,9 +127,16 @@ class SingleShot:
         for attachment in task.attachments:
             parts += content_parts(attachment, vision=vision, audio=audio)
         parts.append({"type": "text", "text": f"## Source of the app\n\n{source}"})
-        messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": parts}]
-        recorder.log("prompt", messages=[messages[0], {"role": "user", "content": "[request, attachments, source]"}],
-                     files=[p for p, _ in files], omitted=omitted)  # fmt: skip
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.system_prompt},
+            {"role": "user", "content": parts},
+        ]
+        recorder.log(
+            "prompt",
+            messages=[messages[0], {"role": "user", "content": "[request, attachments, source]"}],
+            files=[p for p, _ in files],
+            omitted=omitted,
+        )
         recorder.check_limits()
         reply = model.query(messages, [])
         recorder.model_replied(reply)

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hydra.utils import get_method
+
+from codesign._protocols import Harness, Model
 from codesign._types import ExitStatus, Telemetry
-from codesign.build import build_harness, build_model, build_regime, build_sandbox
+from codesign.construct import build_sandbox, construct
 from codesign.sandbox import scratch as scratch_dirs
 from codesign.sandbox.dependencies import NODE_INSTALL, cached_node_modules, hydrate_node_modules
-from codesign.sandbox.workspace import Baseline, copy_tree
 from codesign.solve.ended import Ended
 from codesign.solve.preview import Preview
 from codesign.solve.recorder import SolveRecorder
 from codesign.tasks.loader import Task
+from codesign.workspace import Baseline, copy_tree
 
 ATTACHMENTS_DIR = "_attachments"  # inside the workspace, excluded from the diff
 
@@ -25,6 +29,26 @@ ATTACHMENTS_DIR = "_attachments"  # inside the workspace, excluded from the diff
 class SolveResult:
     patch: str
     telemetry: Telemetry
+
+
+def build_model(cfg: dict[str, Any], task: Task, seed: int = 0) -> Model:
+    # A model with a sampling seed gets the trial's: repeats (seeds=[0,1,2]) are different samples.
+    cls = get_method(cfg["_target_"])
+    if dataclasses.is_dataclass(cls) and "seed" in {f.name for f in dataclasses.fields(cls)}:
+        cfg = {**cfg, "seed": (cfg.get("seed") or 0) + seed}
+    # Only a model that declares it (the oracle) is handed the reference solution. It is passed after
+    # instantiation so OmegaConf never tries to resolve ``${...}`` inside the patch text.
+    if cfg.get("uses_reference"):
+        return construct(cfg, reference_patch=task.reference_patch())
+    return construct(cfg)
+
+
+def build_harness(cfg: dict[str, Any]) -> Harness:
+    return construct(cfg)
+
+
+def build_regime(cfg: dict[str, Any]) -> Any:
+    return construct(cfg)
 
 
 def prepare_workspace(task: Task, scratch: Path, node_cache: Path) -> tuple[Path, Baseline]:
@@ -83,8 +107,10 @@ def solve_task(
         cap_kb = getattr(regime, "max_patch_kb", None)
         if cap_kb is not None and len(patch.encode()) > cap_kb * 1024:  # e.g. a 30 MB file left behind
             status = ExitStatus.AGENT_ERROR
-            message = (f"the final workspace differs from the app by {len(patch.encode()) / 1e6:.1f} MB, over the "
-                       f"regime's cap of {cap_kb} KB (regime.max_patch_kb); nothing is graded")  # fmt: skip
+            message = (
+                f"the final workspace differs from the app by {len(patch.encode()) / 1e6:.1f} MB, over the "
+                f"regime's cap of {cap_kb} KB (regime.max_patch_kb); nothing is graded"
+            )
             patch = ""
         recorder.log("end", exit_status=status.value, message=message)
         telemetry = recorder.close()

@@ -10,25 +10,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from codesign._types import TaskView
 from codesign.errors import TaskError
 from codesign.tasks.schema import CriteriaFile, Criterion, SpecRunner, TaskManifest
 
 MANIFEST, CRITERIA, APP_DIR, SOLUTION = "task.yaml", "criteria.yaml", "app", "solution/solution.patch"
 # Never part of a task's identity or of a solver's workspace diff.
 GENERATED_DIRS = ("node_modules", "dist", ".vite", "__pycache__", ".git")
-
-
-@dataclass(frozen=True)
-class TaskView:
-    """Everything a solver may see. Criteria and the reference solution are deliberately absent."""
-
-    id: str
-    track: str
-    title: str
-    request: str
-    history: list[dict]
-    attachments: list[dict]  # {path (absolute), name, modality, description}
-    routes: list[str]
 
 
 @dataclass(frozen=True)
@@ -48,8 +36,9 @@ class Task:
 
         manifest = self.manifest.model_dump(exclude={"labels"})
         attachments = [hashlib.sha256((self.dir / a.path).read_bytes()).hexdigest() for a in self.manifest.attachments]
-        return hashlib.sha256(json.dumps([tree_hash(self.app_dir), manifest, attachments], sort_keys=True,
-                                         default=str).encode()).hexdigest()  # fmt: skip
+        return hashlib.sha256(
+            json.dumps([tree_hash(self.app_dir), manifest, attachments], sort_keys=True, default=str).encode()
+        ).hexdigest()
 
     @property
     def criteria_hash(self) -> str:
@@ -57,12 +46,14 @@ class Task:
         their scripts' folders (a script may import helpers from its folder)."""
         import json
 
-        scripts: dict[str, Any] = {c.script.file: (self.dir / c.script.file).read_text() for c in self.criteria
-                                   if c.script}  # fmt: skip
+        scripts: dict[str, Any] = {
+            c.script.file: (self.dir / c.script.file).read_text() for c in self.criteria if c.script
+        }
         folders = sorted({str(Path(c.script.file).parent) for c in self.criteria if c.script})
         if folders:  # the helpers next to the scripts (the task folder's own app and attachments are not theirs)
-            scripts["script_folders"] = {f: tree_hash(self.dir / f, (*GENERATED_DIRS, *SCRIPT_FOLDER_SKIP))
-                                         for f in folders}  # fmt: skip
+            scripts["script_folders"] = {
+                f: tree_hash(self.dir / f, (*GENERATED_DIRS, *SCRIPT_FOLDER_SKIP)) for f in folders
+            }
         if self.spec_runner is not None:  # the spec folder (specs, config, lockfile) and how it runs
             scripts["spec_runner"] = [self.spec_runner.model_dump(), tree_hash(self.dir / self.spec_runner.dir)]
         parsed = [c.model_dump() for c in self.criteria]
@@ -125,9 +116,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first on line {seen[key].start_mark.line + 1})",
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first on line {seen[key].start_mark.line + 1})",
                     key_node.start_mark,
-                )  # fmt: skip
+                )
             seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
 
@@ -138,8 +131,9 @@ def _read_yaml(task_id: str, path: Path) -> object:
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as e:
-        raise TaskError(task_id, path.name, f"not UTF-8 text (byte {e.start}: {e.reason})",
-                        "save the file as UTF-8") from None  # fmt: skip
+        raise TaskError(
+            task_id, path.name, f"not UTF-8 text (byte {e.start}: {e.reason})", "save the file as UTF-8"
+        ) from None
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as e:
@@ -160,9 +154,12 @@ def _check_containment(task_id: str, task_dir: Path) -> None:
     for folder in (task_dir / APP_DIR, task_dir / "attachments"):
         for link in (p for p in folder.rglob("*") if p.is_symlink()) if folder.is_dir() else ():
             if not _inside(root, link):
-                raise TaskError(task_id, str(link.relative_to(task_dir)),
-                                f"symlink points outside the task folder (to {link.resolve()})",
-                                "copy the file into the task instead")  # fmt: skip
+                raise TaskError(
+                    task_id,
+                    str(link.relative_to(task_dir)),
+                    f"symlink points outside the task folder (to {link.resolve()})",
+                    "copy the file into the task instead",
+                )
 
 
 def _validation_problem(err: ValidationError) -> str:
@@ -221,8 +218,12 @@ def load_task(task_dir: Path) -> Task:
     for i, att in enumerate(manifest.attachments):
         path = task_dir / att.path
         if Path(att.path).is_absolute() or not _inside(task_dir.resolve(), path):
-            raise TaskError(task_id, MANIFEST, f"attachments.{i}.path: {att.path} is outside the task folder",
-                            "attachments live in the task folder, e.g. attachments/mockup.png")  # fmt: skip
+            raise TaskError(
+                task_id,
+                MANIFEST,
+                f"attachments.{i}.path: {att.path} is outside the task folder",
+                "attachments live in the task folder, e.g. attachments/mockup.png",
+            )
         if not path.is_file() or path.stat().st_size == 0:
             raise TaskError(task_id, MANIFEST, f"attachments.{i}.path: {att.path} is missing or empty")
     if not (task_dir / SOLUTION).is_file():
@@ -232,24 +233,37 @@ def load_task(task_dir: Path) -> Task:
             continue
         script = task_dir / c.script.file
         if not _inside(task_dir.resolve(), script) or Path(c.script.file).parts[0] in (APP_DIR, "attachments"):
-            raise TaskError(task_id, CRITERIA, f"{c.id}: script {c.script.file} must be in the task folder, "
-                            "outside app/ and attachments/ (the solver sees those)",
-                            "keep checks with the hidden material, e.g. checks/")  # fmt: skip
+            raise TaskError(
+                task_id,
+                CRITERIA,
+                f"{c.id}: script {c.script.file} must be in the task folder, "
+                "outside app/ and attachments/ (the solver sees those)",
+                "keep checks with the hidden material, e.g. checks/",
+            )
         if not script.is_file():
             raise TaskError(task_id, CRITERIA, f"{c.id}: script {c.script.file} is missing")
     runner = criteria_file.spec_runner
     if runner is not None:
         specs = task_dir / runner.dir
         if not _inside(task_dir.resolve(), specs) or Path(runner.dir).parts[0] in (APP_DIR, "attachments"):
-            raise TaskError(task_id, CRITERIA, f"spec_runner.dir {runner.dir} must be in the task folder, outside "
-                            "app/ and attachments/ (the solver sees those)")  # fmt: skip
+            raise TaskError(
+                task_id,
+                CRITERIA,
+                f"spec_runner.dir {runner.dir} must be in the task folder, outside "
+                "app/ and attachments/ (the solver sees those)",
+            )
         if not (specs / "package.json").is_file():
-            raise TaskError(task_id, CRITERIA, f"spec_runner.dir {runner.dir} has no package.json",
-                            "the spec folder declares @playwright/test (and a lockfile) like an app")  # fmt: skip
+            raise TaskError(
+                task_id,
+                CRITERIA,
+                f"spec_runner.dir {runner.dir} has no package.json",
+                "the spec folder declares @playwright/test (and a lockfile) like an app",
+            )
         for name, folder in runner.packages.items():
             if not (specs / folder / "package.json").is_file():
-                raise TaskError(task_id, CRITERIA, f"spec_runner.packages: {name} has no package.json in "
-                                f"{runner.dir}/{folder}")  # fmt: skip
+                raise TaskError(
+                    task_id, CRITERIA, f"spec_runner.packages: {name} has no package.json in {runner.dir}/{folder}"
+                )
         for c in criteria:
             if c.spec and not (specs / c.spec.file).is_file():
                 raise TaskError(task_id, CRITERIA, f"{c.id}: spec file {runner.dir}/{c.spec.file} is missing")

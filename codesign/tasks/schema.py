@@ -14,6 +14,7 @@ A task folder::
 
 from __future__ import annotations
 
+import collections
 import re
 from pathlib import Path
 from typing import Literal
@@ -181,8 +182,8 @@ class CriteriaFile(_Strict):
     @field_validator("criteria")
     @classmethod
     def _unique_ids(cls, criteria: list[Criterion]) -> list[Criterion]:
-        seen: set[str] = set()
-        dupes = {c.id for c in criteria if c.id in seen or seen.add(c.id)}
+        counts = collections.Counter(c.id for c in criteria)
+        dupes = {i for i, n in counts.items() if n > 1}
         if dupes:
             raise ValueError(f"duplicate criterion ids: {sorted(dupes)}")
         return criteria

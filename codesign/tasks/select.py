@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from codesign.errors import ConfigError
 from codesign.tasks.loader import Suite, load_suite
-
-
-def bundled_suite() -> Path:
-    """The sample suite shipped with codesign."""
-    return Path(str(resources.files("codesign") / "suite"))
 
 
 def select_tasks(cfg: Any) -> Suite:

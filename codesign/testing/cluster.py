@@ -48,12 +48,19 @@ class LocalCluster:
 
     def __enter__(self) -> LocalCluster:
         self.token_path.write_text(uuid.uuid4().hex + uuid.uuid4().hex)
-        env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(self.token_path),
-               "RAY_USAGE_STATS_ENABLED": "0"}  # fmt: skip
+        env = {
+            **os.environ,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN_PATH": str(self.token_path),
+            "RAY_USAGE_STATS_ENABLED": "0",
+        }
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _SCRIPT, str(self.cpus), str(self.browsers), str(self.n)],
-            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
         if not line:

@@ -176,11 +176,12 @@ class ScriptedModelServer:
                 self.in_flight -= 1
         out_text = (reply.content or "") + json.dumps([vars(t) for t in reply.tool_calls])
         served = Served(
-            request, reply,
+            request,
+            reply,
             reply.input_tokens if reply.input_tokens is not None else _estimate(request.text()),
             reply.output_tokens if reply.output_tokens is not None else _estimate(out_text),
             reply.cached_tokens,
-        )  # fmt: skip
+        )
         with self._lock:
             self.served.append(served)
         return served
@@ -255,36 +256,50 @@ class _Handler(LoopbackHandler):
     # --- OpenAI chat completions ---------------------------------------------------------------------
     def _openai_usage(self, s: Served) -> dict[str, Any]:
         return {
-            "prompt_tokens": s.input_tokens, "completion_tokens": s.output_tokens,
+            "prompt_tokens": s.input_tokens,
+            "completion_tokens": s.output_tokens,
             "total_tokens": s.input_tokens + s.output_tokens,
             "prompt_tokens_details": {"cached_tokens": s.cached_tokens},
-        }  # fmt: skip
+        }
 
     def _openai_calls(self, s: Served) -> list[dict[str, Any]]:
         return [
-            {"id": self.owner.next_id("call_"), "type": "function",
-             "function": {"name": t.name, "arguments": t.encoded()}}
+            {
+                "id": self.owner.next_id("call_"),
+                "type": "function",
+                "function": {"name": t.name, "arguments": t.encoded()},
+            }
             for t in s.reply.tool_calls
-        ]  # fmt: skip
+        ]
 
     def _openai(self, s: Served) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": s.reply.content}
         calls = self._openai_calls(s)
         if calls:
             message["tool_calls"] = calls
-        self._json(200, {
-            "id": self.owner.next_id("chatcmpl-"), "object": "chat.completion", "created": int(time.time()),
-            "model": s.request.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": self._openai_usage(s),
-        })  # fmt: skip
+        self._json(
+            200,
+            {
+                "id": self.owner.next_id("chatcmpl-"),
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": s.request.model,
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+                "usage": self._openai_usage(s),
+            },
+        )
 
     def _openai_stream(self, s: Served) -> None:
         cid, created, model = self.owner.next_id("chatcmpl-"), int(time.time()), s.request.model
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-            return {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+            return {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
 
         events: list[tuple[str | None, Any]] = [(None, chunk({"role": "assistant", "content": ""}))]
         text = s.reply.content or ""
@@ -292,16 +307,41 @@ class _Handler(LoopbackHandler):
             events.append((None, chunk({"content": text[i : i + 16]})))
         for i, call in enumerate(self._openai_calls(s)):
             args = call["function"]["arguments"]
-            events.append((None, chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                                          "function": {"name": call["function"]["name"],
-                                                                       "arguments": ""}}]})))  # fmt: skip
+            events.append(
+                (
+                    None,
+                    chunk(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": i,
+                                    "id": call["id"],
+                                    "type": "function",
+                                    "function": {"name": call["function"]["name"], "arguments": ""},
+                                }
+                            ]
+                        }
+                    ),
+                )
+            )
             for j in range(0, len(args), 24):
                 delta = {"tool_calls": [{"index": i, "function": {"arguments": args[j : j + 24]}}]}
                 events.append((None, chunk(delta)))
         events.append((None, chunk({}, "tool_calls" if s.reply.tool_calls else "stop")))
         if (s.request.body.get("stream_options") or {}).get("include_usage"):
-            events.append((None, {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                                  "choices": [], "usage": self._openai_usage(s)}))  # fmt: skip
+            events.append(
+                (
+                    None,
+                    {
+                        "id": cid,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": model,
+                        "choices": [],
+                        "usage": self._openai_usage(s),
+                    },
+                )
+            )
         events.append((None, "[DONE]"))
         self._sse(events)
 
@@ -316,15 +356,24 @@ class _Handler(LoopbackHandler):
         return blocks
 
     def _anthropic_usage(self, s: Served) -> dict[str, int]:
-        return {"input_tokens": s.input_tokens, "output_tokens": s.output_tokens,
-                "cache_read_input_tokens": s.cached_tokens, "cache_creation_input_tokens": 0}  # fmt: skip
+        return {
+            "input_tokens": s.input_tokens,
+            "output_tokens": s.output_tokens,
+            "cache_read_input_tokens": s.cached_tokens,
+            "cache_creation_input_tokens": 0,
+        }
 
     def _anthropic_message(self, s: Served) -> dict[str, Any]:
         return {
-            "id": self.owner.next_id("msg_"), "type": "message", "role": "assistant", "model": s.request.model,
-            "content": self._anthropic_blocks(s), "stop_sequence": None,
-            "stop_reason": "tool_use" if s.reply.tool_calls else "end_turn", "usage": self._anthropic_usage(s),
-        }  # fmt: skip
+            "id": self.owner.next_id("msg_"),
+            "type": "message",
+            "role": "assistant",
+            "model": s.request.model,
+            "content": self._anthropic_blocks(s),
+            "stop_sequence": None,
+            "stop_reason": "tool_use" if s.reply.tool_calls else "end_turn",
+            "usage": self._anthropic_usage(s),
+        }
 
     def _anthropic(self, s: Served) -> None:
         self._json(200, self._anthropic_message(s))
@@ -342,8 +391,12 @@ def serve_in_subprocess(policy_ref: str, latency_s: float = 0.0) -> tuple[Any, s
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "codesign.testing.model_server", policy_ref, str(latency_s)],
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codesign.testing.model_server", policy_ref, str(latency_s)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None  # stdout=PIPE
     url = proc.stdout.readline().strip()
     if not url.startswith("http"):
         proc.kill()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 from codesign._types import TrialRecord, TrialStatus
@@ -25,7 +25,7 @@ class Progress:
         self.prefix = len(cells) > 1
         self.live_mode = (sys.stdout.isatty() and len(cells) >= LIVE_FROM_CELLS) if live is None else live
         self.counts: dict[str, Counter[str]] = {c: Counter() for c in cells}
-        self.spend: Counter[str] = Counter()
+        self.spend: defaultdict[str, float] = defaultdict(float)
         self._live: Any = None
         if self.live_mode:
             from rich.live import Live
@@ -77,8 +77,13 @@ class Progress:
         for column in ("cell", "done", "running", "failed", "spend $"):
             table.add_column(column, justify="left" if column == "cell" else "right")
         for cell, counts in self.counts.items():
-            table.add_row(cell, f"{counts['done']}/{self.cells.get(cell, '?')}", str(counts["running"]),
-                          str(counts["failed"]), f"{self.spend[cell]:.4f}")  # fmt: skip
+            table.add_row(
+                cell,
+                f"{counts['done']}/{self.cells.get(cell, '?')}",
+                str(counts["running"]),
+                str(counts["failed"]),
+                f"{self.spend[cell]:.4f}",
+            )
         return table
 
     def __rich__(self) -> Any:

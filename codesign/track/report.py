@@ -41,8 +41,12 @@ def _one_per_line(counts: pl.DataFrame) -> pl.DataFrame:
     if counts.height != 1:
         return counts
     row = counts.row(0, named=True)
-    return pl.DataFrame({"count": [k for k in row if not isinstance(row[k], str)],
-                         "value": [row[k] for k in row if not isinstance(row[k], str)]})  # fmt: skip
+    return pl.DataFrame(
+        {
+            "count": [k for k in row if not isinstance(row[k], str)],
+            "value": [row[k] for k in row if not isinstance(row[k], str)],
+        }
+    )
 
 
 def _escape(text: str) -> str:
@@ -54,24 +58,27 @@ def _thumbnail(data: bytes | None) -> str | None:
 
     if data is None:
         return None
-    with Image.open(io.BytesIO(data)) as img:
-        img = img.convert("RGB")
+    with Image.open(io.BytesIO(data)) as opened:
+        img = opened.convert("RGB")
         img.thumbnail((640, 1200))
         buf = io.BytesIO()
         img.save(buf, format="JPEG", quality=72)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[TrialRecord], store: Store,
-                 title: str) -> Path:  # fmt: skip
+def write_report(
+    out_dir: Path, tables: dict[str, pl.DataFrame], records: list[TrialRecord], store: Store, title: str
+) -> Path:
     """Screenshots are read from the store (local or object storage) into the page; traces are linked: by
     a path relative to the report for a local store, by their URI in object storage."""
     trials: list[dict[str, Any]] = []
     for r in sorted(records, key=lambda r: (r.task_id, str(r.cell))):
         verdicts = r.evaluation.verdicts if r.evaluation else []
         evidence = r.evaluation.evidence if r.evaluation else []
-        shot = next((e for e in evidence if e.kind == "screenshot" and e.id.startswith("shot:/")
-                     and e.viewport == "desktop"), None)  # fmt: skip
+        shot = next(
+            (e for e in evidence if e.kind == "screenshot" and e.id.startswith("shot:/") and e.viewport == "desktop"),
+            None,
+        )
         image = None
         if shot is not None and shot.path and r.eval_key:
             image = _thumbnail(store.read_bytes(f"trials/{r.trial_key}/evals/{r.eval_key}/{shot.path}"))
@@ -87,19 +94,31 @@ def write_report(out_dir: Path, tables: dict[str, pl.DataFrame], records: list[T
                 for eid in v.evidence_ids:
                     if eid in kept:
                         where = f"{folder}/{kept[eid].path}"
-                        href = (f"{store.uri.rstrip('/')}/{where}" if store.remote
-                                else os.path.relpath(store.root / where, out_dir))  # fmt: skip
+                        href = (
+                            f"{store.uri.rstrip('/')}/{where}"
+                            if store.remote
+                            else os.path.relpath(store.root / where, out_dir)
+                        )
                         files.setdefault(v.criterion_id, []).append((kept[eid].kind, href))
         t = r.telemetry
-        trials.append({
-            "task_id": r.task_id,
-            "cell": " · ".join(f"{k}={v}" for k, v in r.cell.items() if k != "run"),
-            "headline": f"{n_pass}/{len(verdicts)} PASS" if r.status == "ok" else f"{r.status}: {r.message[:200]}",
-            "verdicts": verdicts, "image": image, "attribution": r.attribution, "files": files,
-            "telemetry": (f"exit {t.exit_status} · {t.turns} turns · {sum(t.tool_calls.values())} tool calls · "
-                          f"{t.input_tokens + t.output_tokens} tokens · ${t.cost_usd:.4f} ({t.cost_source}) · "
-                          f"{t.wall_s:.1f} s") if t else "",
-        })  # fmt: skip
+        trials.append(
+            {
+                "task_id": r.task_id,
+                "cell": " · ".join(f"{k}={v}" for k, v in r.cell.items() if k != "run"),
+                "headline": f"{n_pass}/{len(verdicts)} PASS" if r.status == "ok" else f"{r.status}: {r.message[:200]}",
+                "verdicts": verdicts,
+                "image": image,
+                "attribution": r.attribution,
+                "files": files,
+                "telemetry": (
+                    f"exit {t.exit_status} · {t.turns} turns · {sum(t.tool_calls.values())} tool calls · "
+                    f"{t.input_tokens + t.output_tokens} tokens · ${t.cost_usd:.4f} ({t.cost_source}) · "
+                    f"{t.wall_s:.1f} s"
+                )
+                if t
+                else "",
+            }
+        )
     env = Environment(autoescape=select_autoescape(default=True))
     summary = tables["summary"]
     breakdowns = html_table(tables["breakdowns"]) if tables["breakdowns"].height else ""

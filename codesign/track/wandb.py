@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from codesign._types import TrialRecord
 
@@ -177,13 +177,14 @@ def has_credentials() -> bool:
     return bool(found and found[2])
 
 
-def resolve_mode(mode: str) -> str:
+WandbMode = Literal["online", "offline", "disabled", "shared"]
+
+
+def resolve_mode(mode: str) -> WandbMode:
     """``auto``: what W&B would do by itself — ``WANDB_MODE`` if set, online with credentials, else offline."""
-    if mode != "auto":
-        return mode
-    if os.environ.get("WANDB_MODE"):
-        return os.environ["WANDB_MODE"]
-    return "online" if has_credentials() else "offline"
+    if mode == "auto":
+        mode = os.environ.get("WANDB_MODE") or ("online" if has_credentials() else "offline")
+    return cast(WandbMode, mode)  # W&B refuses a mode it does not know, naming the ones it has
 
 
 def sweep_group(mode: str, sweep_dir: str | None, experiment: str | None) -> str | None:
@@ -194,8 +195,14 @@ def sweep_group(mode: str, sweep_dir: str | None, experiment: str | None) -> str
     return experiment or "/".join(Path(sweep_dir).parts[-2:])
 
 
-def log_report(report: Any, page: Path, project: str = "codesign", entity: str | None = None,
-               group: str | None = None, mode: str = "auto") -> str:  # fmt: skip
+def log_report(
+    report: Any,
+    page: Path,
+    project: str = "codesign",
+    entity: str | None = None,
+    group: str | None = None,
+    mode: str = "auto",
+) -> str:
     """A cross-run report (``python -m codesign.report --wandb``) as one W&B run, ``job_type=report``, in the
     runs' group: every table, every figure, and the HTML page with the tables as an artifact. Returns the
     run's folder (offline) or URL (online)."""
@@ -206,9 +213,18 @@ def log_report(report: Any, page: Path, project: str = "codesign", entity: str |
 
     out = page.parent.resolve()
     os.environ.setdefault("WANDB_SILENT", "true")
-    run = wandb.init(project=project, entity=entity, name="report", group=group, job_type="report", dir=str(out),
-                     mode=resolve_mode(mode), config={"runs": [r.name for r in report.collection.used]},
-                     settings=wandb.Settings(console="off", x_disable_stats=True), reinit="create_new")  # fmt: skip
+    run = wandb.init(
+        project=project,
+        entity=entity,
+        name="report",
+        group=group,
+        job_type="report",
+        dir=str(out),
+        mode=resolve_mode(mode),
+        config={"runs": [r.name for r in report.collection.used]},
+        settings=wandb.Settings(console="off", x_disable_stats=True),
+        reinit="create_new",
+    )
     try:
         run.log({name: _table(frame) for name, frame in report.frames().items()})
         images = {}

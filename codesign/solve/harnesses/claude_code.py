@@ -19,19 +19,22 @@ from typing import Any
 
 from jinja2 import StrictUndefined, Template
 
-from codesign._protocols import Model, Sandbox
-from codesign._types import NonNegative
+from codesign._protocols import Model, Recorder, Sandbox, Screenshots
+from codesign._types import NonNegative, TaskView
 from codesign.errors import EnvironmentSetupError
 from codesign.solve import prompts
 from codesign.solve.ended import AgentError, Submitted, TimeCapReached, TurnCapReached
-from codesign.solve.preview import Preview
 from codesign.solve.proxy import ModelProxy
-from codesign.solve.recorder import SolveRecorder
-from codesign.tasks.loader import TaskView
 
 PACKAGE = "@anthropic-ai/claude-code"
-_ALIASES = ("ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-            "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL")  # fmt: skip
+_ALIASES = (
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CODE_SUBAGENT_MODEL",
+)
 
 
 def tools_dir() -> Path:
@@ -52,9 +55,13 @@ def ensure_cli(version: str) -> Path:
         if not exe.is_file():
             # A project-local install (not --prefix, which would also move npm's global config: its CA settings)
             (prefix / "package.json").write_text('{"private": true}\n')
-            proc = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error",
-                                   f"{PACKAGE}@{version}"], cwd=prefix, capture_output=True, text=True,
-                                  timeout=600)  # fmt: skip
+            proc = subprocess.run(
+                ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", f"{PACKAGE}@{version}"],
+                cwd=prefix,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             if proc.returncode != 0 or not exe.is_file():
                 raise EnvironmentSetupError(
                     f"installing {PACKAGE}@{version} failed: {(proc.stderr or proc.stdout)[-1500:]}",
@@ -86,7 +93,7 @@ class ClaudeCodeHarness:
         return Path(self.cli) if self.cli else ensure_cli(self.version)
 
     def solve(
-        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None
+        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: Recorder, preview: Screenshots | None = None
     ) -> None:
         exe = self.executable()
         prompt = Template(self.task_template, undefined=StrictUndefined).render(task=task) + "\n" + self.instructions
@@ -99,11 +106,16 @@ class ClaudeCodeHarness:
                 sandbox.expose(exe.resolve().parent if self.cli else exe.parents[2])
             base_url = sandbox.forward(proxy.base_url) if hasattr(sandbox, "forward") else proxy.base_url
             env = {
-                "ANTHROPIC_BASE_URL": base_url, "ANTHROPIC_API_KEY": proxy.token,
-                "CLAUDE_CONFIG_DIR": str(home / ".claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
-                "CLAUDE_CODE_MAX_RETRIES": str(self.max_api_retries), **dict.fromkeys(_ALIASES, alias),
-            }  # fmt: skip
+                "ANTHROPIC_BASE_URL": base_url,
+                "ANTHROPIC_API_KEY": proxy.token,
+                "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_ERROR_REPORTING": "1",
+                "CLAUDE_CODE_MAX_RETRIES": str(self.max_api_retries),
+                **dict.fromkeys(_ALIASES, alias),
+            }
             if os.geteuid() == 0:
                 env["IS_SANDBOX"] = "1"  # otherwise --dangerously-skip-permissions refuses to run as root
             argv = [str(exe), "--print", "--output-format", "stream-json", "--verbose", "--max-turns",
@@ -122,8 +134,12 @@ class ClaudeCodeHarness:
             if event.get("type") == "result":
                 final = event
         if final is not None:
-            recorder.log("cli_result", cli_cost_usd=final.get("total_cost_usd"), num_turns=final.get("num_turns"),
-                         subtype=final.get("subtype"))  # fmt: skip
+            recorder.log(
+                "cli_result",
+                cli_cost_usd=final.get("total_cost_usd"),
+                num_turns=final.get("num_turns"),
+                subtype=final.get("subtype"),
+            )
         raise self._ending(proxy, result.timed_out, final, result.output)
 
     @staticmethod

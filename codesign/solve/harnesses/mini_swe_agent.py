@@ -16,13 +16,10 @@ from typing import Any
 
 import yaml
 
-from codesign._protocols import Model, ModelReply, Sandbox
-from codesign._types import Seconds
+from codesign._protocols import Model, ModelReply, Recorder, Sandbox, Screenshots
+from codesign._types import Seconds, TaskView
 from codesign.solve import prompts
 from codesign.solve.ended import AgentError, CostCapReached, Submitted, TimeCapReached, TurnCapReached
-from codesign.solve.preview import Preview
-from codesign.solve.recorder import SolveRecorder
-from codesign.tasks.loader import TaskView
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
@@ -36,7 +33,7 @@ def _mswea_config(name: str) -> dict[str, Any]:
 class _SandboxEnvironment:
     """mini-swe-agent's Environment protocol over a codesign sandbox."""
 
-    def __init__(self, sandbox: Sandbox, recorder: SolveRecorder, timeout_s: float):
+    def __init__(self, sandbox: Sandbox, recorder: Recorder, timeout_s: float):
         self.sandbox, self.recorder, self.timeout_s = sandbox, recorder, timeout_s
         self.config = {"cwd": str(sandbox.workspace), "timeout": timeout_s}
 
@@ -46,8 +43,11 @@ class _SandboxEnvironment:
         command = action.get("command", "")
         result = self.sandbox.execute(command, timeout=timeout or self.timeout_s)
         self.recorder.tool_called("bash", {"command": command}, result.output)
-        output = {"output": result.output, "returncode": -1 if result.returncode is None else result.returncode,
-                  "exception_info": "the command timed out and was killed" if result.timed_out else ""}  # fmt: skip
+        output = {
+            "output": result.output,
+            "returncode": -1 if result.returncode is None else result.returncode,
+            "exception_info": "the command timed out and was killed" if result.timed_out else "",
+        }
         lines = result.output.lstrip().splitlines(keepends=True)
         if lines and lines[0].strip() == "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT" and result.returncode == 0:
             raise MsweaSubmitted(
@@ -68,7 +68,7 @@ class _SandboxEnvironment:
         return {"info": {"config": {"environment": self.config, "environment_type": "codesign.sandbox"}}}
 
 
-def _routed_model(model: Model, recorder: SolveRecorder) -> Any:
+def _routed_model(model: Model, recorder: Recorder) -> Any:
     """A mini-swe-agent LitellmModel whose every call goes through codesign's model and recorder."""
     import litellm
     from minisweagent.models.litellm_model import LitellmModel as MsweaLitellmModel
@@ -102,9 +102,12 @@ def _routed_model(model: Model, recorder: SolveRecorder) -> Any:
             recorder.model_replied(ModelReply(message, reply.usage, reply.cost_usd, reply.cost_source))
             return litellm.ModelResponse(
                 choices=[{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-                usage={"prompt_tokens": reply.usage.input_tokens, "completion_tokens": reply.usage.output_tokens,
-                       "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens},
-            )  # fmt: skip
+                usage={
+                    "prompt_tokens": reply.usage.input_tokens,
+                    "completion_tokens": reply.usage.output_tokens,
+                    "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens,
+                },
+            )
 
         def _calculate_cost(self, response: Any) -> dict[str, float]:
             return {"cost": 0.0}  # codesign's recorder keeps the real figure and its source
@@ -141,7 +144,7 @@ class MiniSweAgentHarness:
             return {"mini-swe-agent": "not installed"}
 
     def solve(
-        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None
+        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: Recorder, preview: Screenshots | None = None
     ) -> None:
         os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
         os.environ.setdefault("MSWEA_COST_TRACKING", "ignore_errors")
@@ -151,8 +154,12 @@ class MiniSweAgentHarness:
 
         agent_cfg = {**_mswea_config(self.config_file).get("agent", {}), **self.agent}
         limits = recorder.limits
-        agent_cfg |= {"step_limit": limits.max_turns, "cost_limit": 0,
-                      "output_path": None, "wall_time_limit_seconds": int(limits.max_wall_s)}  # fmt: skip
+        agent_cfg |= {
+            "step_limit": limits.max_turns,
+            "cost_limit": 0,
+            "output_path": None,
+            "wall_time_limit_seconds": int(limits.max_wall_s),
+        }
         request = Template(self.task_template, undefined=StrictUndefined).render(task=task)
         agent = DefaultAgent(
             _routed_model(model, recorder), _SandboxEnvironment(sandbox, recorder, self.command_timeout_s), **agent_cfg

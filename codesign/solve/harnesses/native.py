@@ -13,14 +13,12 @@ from typing import Any
 
 from jinja2 import StrictUndefined, Template
 
-from codesign._protocols import Model, Sandbox
-from codesign._types import Count
+from codesign._protocols import Model, Recorder, Sandbox, Screenshots
+from codesign._types import Count, TaskView
 from codesign.solve import prompts
 from codesign.solve.attachments import content_parts, downscale
 from codesign.solve.ended import AgentError, Submitted
-from codesign.solve.preview import Preview, PreviewError
-from codesign.solve.recorder import SolveRecorder
-from codesign.tasks.loader import TaskView
+from codesign.solve.preview import PreviewError
 
 
 def _tool(name: str, description: str, /, optional: tuple[str, ...] = (), **params: str) -> dict[str, Any]:
@@ -100,7 +98,7 @@ class _Tools:
 
     sandbox: Sandbox
     task: TaskView
-    preview: Preview | None
+    preview: Screenshots | None
     model: Model
 
     def attachment(self, name: str) -> tuple[str, list[dict[str, Any]]]:
@@ -136,7 +134,7 @@ class NativeHarness:
     max_format_errors: Count = 3  # consecutive turns with unusable tool calls before giving up
 
     def solve(
-        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: SolveRecorder, preview: Preview | None = None
+        self, model: Model, sandbox: Sandbox, task: TaskView, recorder: Recorder, preview: Screenshots | None = None
     ) -> None:
         render = lambda t: Template(t, undefined=StrictUndefined).render(task=task)  # noqa: E731
         messages: list[dict[str, Any]] = [
@@ -152,8 +150,9 @@ class NativeHarness:
             if format_errors >= self.max_format_errors:
                 raise AgentError(f"{format_errors} consecutive turns without a usable tool call")
 
-    def step(self, model: Model, sandbox: Sandbox, messages: list[dict[str, Any]], rec: SolveRecorder,
-             tools: _Tools) -> bool:  # fmt: skip
+    def step(
+        self, model: Model, sandbox: Sandbox, messages: list[dict[str, Any]], rec: Recorder, tools: _Tools
+    ) -> bool:
         """One turn. Returns False when the model's tool calls were unusable (a format error)."""
         reply = model.query(messages, TOOLS)
         rec.model_replied(reply)

@@ -62,8 +62,10 @@ def lookup(mode: CacheMode, key: str, model: str, call: int) -> dict[str, Any] |
         return None
     if where is None:
         if mode == "read":
-            raise CacheMiss(f"{model}: cache=read, but this call is not inside a trial with a store",
-                            "replay through python -m codesign (the cache lives in the run's store)")  # fmt: skip
+            raise CacheMiss(
+                f"{model}: cache=read, but this call is not inside a trial with a store",
+                "replay through python -m codesign (the cache lives in the run's store)",
+            )
         return None
     data = where.store.read_bytes(f"responses/{key}.json")
     if data is not None:

@@ -99,9 +99,15 @@ class EndpointSlots:
 
     async def stats(self) -> dict[str, Any]:
         holders = {h: n for h, n in self.held.items() if n}
-        return {"limit": self.limit, "in_flight": self.in_flight, "peak": self.peak, "waiting": self.waiting,
-                "holders": holders, "lapsed": self.leases.lapsed(),
-                "longest_silence": self.leases.longest_silence}  # fmt: skip
+        return {
+            "limit": self.limit,
+            "in_flight": self.in_flight,
+            "peak": self.peak,
+            "waiting": self.waiting,
+            "holders": holders,
+            "lapsed": self.leases.lapsed(),
+            "longest_silence": self.leases.longest_silence,
+        }
 
 
 def endpoint_limits(specs: list[dict[str, Any]]) -> dict[str, int]:
@@ -117,16 +123,22 @@ def endpoint_limits(specs: list[dict[str, Any]]) -> dict[str, int]:
     return limits
 
 
-def start_slot_keepers(limits: dict[str, int], scheduling_strategy: Any = None, lease_s: float | None = None,
-                       ) -> list[Any]:  # fmt: skip
+def start_slot_keepers(
+    limits: dict[str, int],
+    scheduling_strategy: Any = None,
+    lease_s: float | None = None,
+) -> list[Any]:
     """On the Ray driver: one named slot keeper per limited endpoint (owned by the driver, so they live as
     long as the run and die with it; placed by ``scheduling_strategy``, e.g. on the driver's node)."""
     import ray
 
     keeper = ray.remote(EndpointSlots)
-    return [keeper.options(name=ACTOR_PREFIX + key, num_cpus=0, max_concurrency=10_000,
-                           scheduling_strategy=scheduling_strategy).remote(limit, lease_s)
-            for key, limit in limits.items()]  # fmt: skip
+    return [
+        keeper.options(
+            name=ACTOR_PREFIX + key, num_cpus=0, max_concurrency=10_000, scheduling_strategy=scheduling_strategy
+        ).remote(limit, lease_s)
+        for key, limit in limits.items()
+    ]
 
 
 def _keeper(key: str) -> Any | None:

@@ -48,8 +48,14 @@ def _litellm() -> Any:
 @functools.cache
 def _retryable() -> tuple[type[Exception], ...]:
     litellm = _litellm()
-    return (litellm.RateLimitError, litellm.InternalServerError, litellm.ServiceUnavailableError,
-            litellm.APIConnectionError, litellm.Timeout, litellm.BadGatewayError)  # fmt: skip
+    return (
+        litellm.RateLimitError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.APIConnectionError,
+        litellm.Timeout,
+        litellm.BadGatewayError,
+    )
 
 
 def _supports_seed(model: str) -> bool:
@@ -177,12 +183,20 @@ class LitellmModel:
                 # A slot of the endpoint's pool-wide limit is held for the call, not for the retry wait.
                 with endpoint_slot(self.model, self.api_base, self.max_concurrency):
                     if self.stream:
-                        chunks = list(litellm.completion(model=self.model, messages=messages, num_retries=0,
-                                                         stream=True, stream_options={"include_usage": True},
-                                                         **(self._kwargs() | kwargs)))  # fmt: skip
+                        chunks = list(
+                            litellm.completion(
+                                model=self.model,
+                                messages=messages,
+                                num_retries=0,
+                                stream=True,
+                                stream_options={"include_usage": True},
+                                **(self._kwargs() | kwargs),
+                            )
+                        )
                         return litellm.stream_chunk_builder(chunks, messages=messages)
-                    return litellm.completion(model=self.model, messages=messages, num_retries=0,
-                                              **(self._kwargs() | kwargs))  # fmt: skip
+                    return litellm.completion(
+                        model=self.model, messages=messages, num_retries=0, **(self._kwargs() | kwargs)
+                    )
             except _retryable() as e:
                 if attempt == self.max_retries:
                     raise
@@ -198,13 +212,19 @@ class LitellmModel:
             try:
                 async with endpoint_slot_async(self.model, self.api_base, self.max_concurrency):
                     if self.stream:
-                        stream = await litellm.acompletion(model=self.model, messages=messages, num_retries=0,
-                                                           stream=True, stream_options={"include_usage": True},
-                                                           **(self._kwargs() | kwargs))  # fmt: skip
+                        stream = await litellm.acompletion(
+                            model=self.model,
+                            messages=messages,
+                            num_retries=0,
+                            stream=True,
+                            stream_options={"include_usage": True},
+                            **(self._kwargs() | kwargs),
+                        )
                         chunks = [chunk async for chunk in stream]
                         return litellm.stream_chunk_builder(chunks, messages=messages)
-                    return await litellm.acompletion(model=self.model, messages=messages, num_retries=0,
-                                                     **(self._kwargs() | kwargs))  # fmt: skip
+                    return await litellm.acompletion(
+                        model=self.model, messages=messages, num_retries=0, **(self._kwargs() | kwargs)
+                    )
             except _retryable() as e:
                 if attempt == self.max_retries:
                     raise
@@ -214,8 +234,9 @@ class LitellmModel:
 
     def _backoff(self, error: Exception, attempt: int) -> float:
         wait = _retry_after(error) or backoff_delay(self.backoff_s, self.max_backoff_s, attempt)
-        log.warning("%s: %s; retry %d/%d in %.1fs", self.name, type(error).__name__, attempt + 1,
-                    self.max_retries, wait)  # fmt: skip
+        log.warning(
+            "%s: %s; retry %d/%d in %.1fs", self.name, type(error).__name__, attempt + 1, self.max_retries, wait
+        )
         return wait
 
     def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
@@ -264,8 +285,11 @@ class LitellmModel:
             cached_price = self.cached_input_cost_per_mtok
             cached_price = self.input_cost_per_mtok if cached_price is None else cached_price
             fresh = usage.input_tokens - usage.cached_tokens
-            cost = (fresh * self.input_cost_per_mtok + usage.cached_tokens * cached_price
-                    + usage.output_tokens * self.output_cost_per_mtok) / 1e6  # fmt: skip
+            cost = (
+                fresh * self.input_cost_per_mtok
+                + usage.cached_tokens * cached_price
+                + usage.output_tokens * self.output_cost_per_mtok
+            ) / 1e6
             return cost, "config"
         hidden = getattr(response, "_hidden_params", {}) or {}
         header_cost = (hidden.get("additional_headers") or {}).get(COST_HEADER)

@@ -1,7 +1,7 @@
 """Tools for task authors.
 
-python -m codesign.tasks.author patch <task_dir> <solved_app_dir>   # writes solution/solution.patch
-python -m codesign.tasks.author checkout <task_dir> <dest>          # app + reference patch, to edit
+python -m codesign.author patch <task_dir> <solved_app_dir>   # writes solution/solution.patch
+python -m codesign.author checkout <task_dir> <dest>          # app + reference patch, to edit
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from codesign.sandbox.workspace import Baseline, apply_patch, copy_tree
+from codesign.workspace import Baseline, apply_patch, copy_tree
 
 
 def make_patch(app_dir: Path, solved_dir: Path) -> str:
@@ -27,7 +27,7 @@ def make_patch(app_dir: Path, solved_dir: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m codesign.tasks.author")
+    parser = argparse.ArgumentParser(prog="python -m codesign.author")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("patch", help="write solution/solution.patch from a solved copy of app/")
     p.add_argument("task_dir", type=Path)

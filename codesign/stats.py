@@ -1,4 +1,4 @@
-"""Suite statistics: ``python -m codesign.tasks.stats [tasks=all] [tasks.root=...]``.
+"""Suite statistics: ``python -m codesign.stats [tasks=all] [tasks.root=...]``.
 
 Tasks per track, modality and edit-type count; criteria per task; probe coverage; criterion kinds.
 """
@@ -19,12 +19,19 @@ def task_rows(tasks: list[Task]) -> pl.DataFrame:
     for t in tasks:
         m = t.manifest
         files = [p for p in t.app_dir.rglob("*") if p.is_file() and "node_modules" not in p.parts]
-        rows.append({
-            "task_id": t.id, "track": m.track, "modality": m.modality, "n_edit_types": len(m.labels.edit_types),
-            "app": "single-page" if len(files) == 1 else f"multi-file ({m.environment.kind})",
-            "criteria": len(t.criteria), "probed": sum(c.deterministic for c in t.criteria),
-            "preserve": sum(c.preserve for c in t.criteria), "difficulty": m.labels.difficulty,
-        })  # fmt: skip
+        rows.append(
+            {
+                "task_id": t.id,
+                "track": m.track,
+                "modality": m.modality,
+                "n_edit_types": len(m.labels.edit_types),
+                "app": "single-page" if len(files) == 1 else f"multi-file ({m.environment.kind})",
+                "criteria": len(t.criteria),
+                "probed": sum(c.deterministic for c in t.criteria),
+                "preserve": sum(c.preserve for c in t.criteria),
+                "difficulty": m.labels.difficulty,
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -37,19 +44,32 @@ def kind_rows(tasks: list[Task]) -> pl.DataFrame:
 def report(tasks: list[Task]) -> str:
     df = task_rows(tasks)
     out = []
-    with pl.Config(tbl_formatting="ASCII_MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
-                   tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200):  # fmt: skip
-        per_track = df.group_by("track").agg(
-            tasks=pl.len(), criteria=pl.col("criteria").sum(),
-            criteria_per_task=pl.col("criteria").mean().round(1),
-            min_criteria=pl.col("criteria").min(), max_criteria=pl.col("criteria").max(),
-            probe_coverage=(pl.col("probed").sum() / pl.col("criteria").sum()).round(3),
-            tasks_with_preserve=(pl.col("preserve") > 0).sum(),
-        ).sort("track")  # fmt: skip
+    with pl.Config(
+        tbl_formatting="ASCII_MARKDOWN",
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=200,
+    ):
+        per_track = (
+            df.group_by("track")
+            .agg(
+                tasks=pl.len(),
+                criteria=pl.col("criteria").sum(),
+                criteria_per_task=pl.col("criteria").mean().round(1),
+                min_criteria=pl.col("criteria").min(),
+                max_criteria=pl.col("criteria").max(),
+                probe_coverage=(pl.col("probed").sum() / pl.col("criteria").sum()).round(3),
+                tasks_with_preserve=(pl.col("preserve") > 0).sum(),
+            )
+            .sort("track")
+        )
         total = df.select(
-            tasks=pl.len(), criteria=pl.col("criteria").sum(),
+            tasks=pl.len(),
+            criteria=pl.col("criteria").sum(),
             probe_coverage=(pl.col("probed").sum() / pl.col("criteria").sum()).round(3),
-        )  # fmt: skip
+        )
         out += ["Per track", str(per_track), "", "All tasks", str(total), ""]
         me, re_ = df.filter(pl.col("track") == "ME"), df.filter(pl.col("track") == "RE")
         if me.height:

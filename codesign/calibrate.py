@@ -1,6 +1,6 @@
 """Calibrate an LLM evaluator against the deterministic probes:
 
-    python -m codesign.evaluate.calibrate evaluator=judge_a [tasks=all] [calibrate.solvers=[oracle,noop]]
+    python -m codesign.calibrate evaluator=judge_a [tasks=all] [calibrate.solvers=[oracle,noop]]
 
 The final workspaces of ``calibrate.solvers`` (oracle and noop by default: every change both satisfied
 and not) are graded twice — by the probes and by the LLM evaluator — reusing stored solves, and every
@@ -41,13 +41,17 @@ def agreement(pairs: pl.DataFrame) -> pl.DataFrame:
     for kind, g in groups:
         probe, llm = g["probe"].to_list(), g["llm"].to_list()
         negatives = [x for p, x in zip(probe, llm, strict=True) if p != "PASS"]
-        rows.append({
-            "kind": kind, "criteria": g.height,
-            "accuracy": sum(p == x for p, x in zip(probe, llm, strict=True)) / g.height if g.height else None,
-            "kappa": cohen_kappa(probe, llm),
-            "false_pass_rate": sum(x == "PASS" for x in negatives) / len(negatives) if negatives else None,
-            "probe_pass": probe.count("PASS"), "llm_pass": llm.count("PASS"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "kind": kind,
+                "criteria": g.height,
+                "accuracy": sum(p == x for p, x in zip(probe, llm, strict=True)) / g.height if g.height else None,
+                "kappa": cohen_kappa(probe, llm),
+                "false_pass_rate": sum(x == "PASS" for x in negatives) / len(negatives) if negatives else None,
+                "probe_pass": probe.count("PASS"),
+                "llm_pass": llm.count("PASS"),
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -57,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     base = compose_cli(argv, default_overrides=["evaluator=llm", "tracker=none"])
     if base.evaluator.get("use_probes") or base.evaluator._target_.endswith("ProbeEvaluator"):
-        raise ConfigError("calibration compares an LLM evaluator with the probes",
-                          "choose evaluator=llm or judge_a … judge_d (not probe or hybrid)")  # fmt: skip
+        raise ConfigError(
+            "calibration compares an LLM evaluator with the probes",
+            "choose evaluator=llm or judge_a … judge_d (not probe or hybrid)",
+        )
     out = Path("outputs") / "calibrate" / time.strftime("%Y-%m-%d_%H-%M-%S")
     frames = []
     for solver in base.calibrate.solvers:
@@ -89,8 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     table = agreement(pairs)
     pairs.write_parquet(out / "pairs.parquet")
     table.write_parquet(out / "agreement.parquet")
-    with pl.Config(tbl_formatting="ASCII_MARKDOWN", tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
-                   tbl_rows=-1, float_precision=3):  # fmt: skip
+    with pl.Config(
+        tbl_formatting="ASCII_MARKDOWN",
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        tbl_rows=-1,
+        float_precision=3,
+    ):
         print(f"{base.evaluator.name} vs probes on {pairs.height} criteria ({', '.join(base.calibrate.solvers)}):")
         print(table)
     if ungraded.height:

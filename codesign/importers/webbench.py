@@ -1,4 +1,4 @@
-"""Web-Bench projects as codesign tasks: ``python -m codesign.tasks.importers.webbench CHECKOUT OUT``.
+"""Web-Bench projects as codesign tasks: ``python -m codesign.importers.webbench CHECKOUT OUT``.
 
 Web-Bench (Apache-2.0) ships projects of 20 cumulative tasks, each checked by Playwright spec files. For task
 N (default 1) of each selected project this writes one task folder ``wb-<project>-task-<N>``:
@@ -123,8 +123,13 @@ def reference_patch(start: Path, final: Path) -> str:
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
         shutil.copytree(final, repo, dirs_exist_ok=True)
         subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-        return subprocess.run([*git, "diff", "--cached", "--binary", "--no-color", "HEAD"], cwd=repo, check=True,
-                              capture_output=True, text=True).stdout  # fmt: skip
+        return subprocess.run(
+            [*git, "diff", "--cached", "--binary", "--no-color", "HEAD"],
+            cwd=repo,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
 
 
 def list_tests(
@@ -144,8 +149,14 @@ def list_tests(
             "EVAL_PROJECT_ROOT": str(sources),
             "HOME": tmp,
         }
-        proc = subprocess.run(["node", str(cli), "test", "--list", "--reporter=json", *files], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        proc = subprocess.run(
+            ["node", str(cli), "test", "--list", "--reporter=json", *files],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         try:
             report = json.loads(proc.stdout)
         except ValueError:
@@ -246,15 +257,24 @@ def write_specs(checkout: Path, project: Path, name: str, specs: Path) -> None:
 
 def spec_criteria(folder: Path, project: Path, n: int, node_cache: Path) -> list[dict[str, Any]]:
     """One criterion per test of init and tasks 1..n (task n's are the changes)."""
-    files = [f"test/{f}" for f in ["init.spec.js", *(f"task-{k}.spec.js" for k in range(1, n + 1))]
-             if (project / "test" / f).is_file()]  # fmt: skip
+    files = [
+        f"test/{f}"
+        for f in ["init.spec.js", *(f"task-{k}.spec.js" for k in range(1, n + 1))]
+        if (project / "test" / f).is_file()
+    ]
     sources = folder / "app" / ("src" if layout(project) == "vite" else "")
-    criteria = []
+    criteria: list[dict[str, Any]] = []
     for file, title in list_tests(folder / "specs", files, PACKAGES, sources, node_cache):
         change = file == f"test/task-{n}.spec.js"
-        criteria.append({"id": f"{Path(file).name.removesuffix('.spec.js')}-{_slug(title)}", "text": title,
-                         "kind": "interaction", "preserve": not change,
-                         "spec": {"file": file, "title": title}})  # fmt: skip
+        criteria.append(
+            {
+                "id": f"{Path(file).name.removesuffix('.spec.js')}-{_slug(title)}",
+                "text": title,
+                "kind": "interaction",
+                "preserve": not change,
+                "spec": {"file": file, "title": title},
+            }
+        )
     if not any(not c["preserve"] for c in criteria):
         raise ValueError(f"test/task-{n}.spec.js lists no test")
     ids = [c["id"] for c in criteria]
@@ -277,12 +297,25 @@ def manifest(project: Path, name: str, n: int) -> dict[str, Any]:
     # Many projects start from an empty root (`<div class="root"></div>`): a blank start is theirs, not a crash.
     environment: dict[str, Any] = {"kind": "static", "routes": routes, "starts_blank": True}
     if vite:
-        environment = {"kind": "node", "build": False, "routes": routes, "starts_blank": True,
-                       "serve": {"command": VITE_SERVE, "ready_path": routes[0], "ready_timeout_s": 300}}  # fmt: skip
-    return {"id": f"wb-{name}-task-{n}", "track": "RE", "title": f"Web-Bench {name}, task {n}",
-            "request": request + (SOURCES_NOTE if vite else ""), "environment": environment,
-            "labels": {"capability": ["functional_implementation"], "categories": ["web-bench", name],
-                       "edit_types": ["component"]}}  # fmt: skip
+        environment = {
+            "kind": "node",
+            "build": False,
+            "routes": routes,
+            "starts_blank": True,
+            "serve": {"command": VITE_SERVE, "ready_path": routes[0], "ready_timeout_s": 300},
+        }
+    return {
+        "id": f"wb-{name}-task-{n}",
+        "track": "RE",
+        "title": f"Web-Bench {name}, task {n}",
+        "request": request + (SOURCES_NOTE if vite else ""),
+        "environment": environment,
+        "labels": {
+            "capability": ["functional_implementation"],
+            "categories": ["web-bench", name],
+            "edit_types": ["component"],
+        },
+    }
 
 
 def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Path, classify: bool = True) -> Path:
@@ -304,8 +337,13 @@ def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Pat
         (folder / "solution" / "solution.patch").write_text(reference_patch(folder / "app", final))
     write_specs(checkout, project, name, folder / "specs")
     root = "{workspace}/src" if layout(project) == "vite" else "{workspace}"  # Web-Bench's EVAL_PROJECT_ROOT
-    runner = {"dir": "specs", "config": "playwright.config.js", "timeout_s": 30,
-              "env": {"EVAL_PROJECT_ROOT": root, "IS_EVAL_PRODUCTION": "true"}, "packages": PACKAGES}  # fmt: skip
+    runner = {
+        "dir": "specs",
+        "config": "playwright.config.js",
+        "timeout_s": 30,
+        "env": {"EVAL_PROJECT_ROOT": root, "IS_EVAL_PRODUCTION": "true"},
+        "packages": PACKAGES,
+    }
     criteria = spec_criteria(folder, project, n, node_cache)
     (folder / "task.yaml").write_text(yaml.safe_dump(task, sort_keys=False, allow_unicode=True, width=110))
     write_criteria(folder, runner, criteria)
@@ -323,8 +361,9 @@ def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Pat
 
 
 def write_criteria(folder: Path, runner: dict[str, Any], criteria: list[dict[str, Any]]) -> None:
-    (folder / "criteria.yaml").write_text(yaml.safe_dump({"spec_runner": runner, "criteria": criteria},
-                                                         sort_keys=False, allow_unicode=True, width=110))  # fmt: skip
+    (folder / "criteria.yaml").write_text(
+        yaml.safe_dump({"spec_runner": runner, "criteria": criteria}, sort_keys=False, allow_unicode=True, width=110)
+    )
 
 
 async def passing_on_baseline(folder: Path, node_cache: Path) -> set[str]:
@@ -347,14 +386,18 @@ async def passing_on_baseline(folder: Path, node_cache: Path) -> set[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codesign.tasks.importers.webbench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m codesign.importers.webbench", description=__doc__)
     parser.add_argument("checkout", type=Path, help="a Web-Bench clone (with projects/ and libraries/)")
     parser.add_argument("out", type=Path, help="the suite folder to write (tasks.root=OUT tasks=all)")
     parser.add_argument("--projects", help="comma-separated project names (default: every importable one)")
     parser.add_argument("--task", type=int, default=1, help="which task of each project (default 1)")
     parser.add_argument("--node-cache", type=Path, default=Path("~/.cache/codesign/node_modules").expanduser())
-    parser.add_argument("--no-classify", dest="classify", action="store_false",
-                        help="do not run the starting app once to tell preservations from changes")  # fmt: skip
+    parser.add_argument(
+        "--no-classify",
+        dest="classify",
+        action="store_false",
+        help="do not run the starting app once to tell preservations from changes",
+    )
     parser.add_argument("--jobs", type=int, default=3, help="projects imported at once (default 3)")
     args = parser.parse_args(argv)
     root = args.checkout / "projects"
