@@ -161,3 +161,31 @@ def test_a_failing_install_reports_npms_own_cause(tmp_path):
     message = str(err.value)
     assert "npm error code EUSAGE" in message and "can only install with an existing package-lock.json" in message
     assert "--install-strategy" not in message  # the usage text after the cause is left out
+
+
+@pytest.mark.parametrize("applies", [True, False])
+def test_the_oracle_submits_only_a_reference_patch_that_applied(tmp_path, applies):
+    """The oracle's shell call is run for real; a reference patch that does not apply (a broken task) ends its
+    solve as an agent error quoting git, never as a submitted empty change."""
+    import json
+    import subprocess
+
+    from codesign.solve.ended import AgentError
+    from codesign.solve.models.offline import OracleModel
+
+    (tmp_path / "index.html").write_text("<p>old</p>\n" if applies else "<p>something else</p>\n")
+    oracle = OracleModel("diff --git a/index.html b/index.html\n--- a/index.html\n+++ b/index.html\n"
+                         "@@ -1 +1 @@\n-<p>old</p>\n+<p>new</p>\n")  # fmt: skip
+    tools = [{"type": "function", "function": {"name": "shell", "parameters": {}}}]
+    messages: list[dict] = [{"role": "user", "content": "Change old to new."}]
+    call = oracle.query(messages, tools).message
+    command = json.loads(call["tool_calls"][0]["function"]["arguments"])["command"]
+    shell = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "HOME": str(tmp_path)})  # fmt: skip
+    messages += [call, {"role": "tool", "tool_call_id": "call_oracle_1", "content": shell.stdout + shell.stderr}]
+    if applies:
+        assert oracle.query(messages, tools).message["content"] == "Applied the reference solution."
+        assert (tmp_path / "index.html").read_text() == "<p>new</p>\n"
+    else:
+        with pytest.raises(AgentError, match=r"reference patch did not apply .*patch does not apply"):
+            oracle.query(messages, tools)
