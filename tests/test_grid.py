@@ -145,8 +145,8 @@ def test_a_four_judge_grid_solves_once_and_every_judge_grades_the_same_patch(ray
     code, held, judge_models = judge_grid(monkeypatch, tmp_path, JUDGES, limit=1)
     assert code == 0
     assert len(held.server.requests) == 2  # one solve per task, not one per cell
-    assert held.saw_a_solve_wait_for_its_slot  # the two solves wanted the endpoint at once ...
-    assert held.server.peak_in_flight == 1  # ... and the endpoint's limit held across the pool
+    assert held.server.peak_in_flight == 1  # the endpoint's limit held across the pool ...
+    assert held.saw_a_solve_wait_for_its_slot  # ... while the two solves wanted the endpoint at once
     assert {f"openai/{m}" for m in judge_models} >= set(JUDGES)  # four judges really graded
     cells = cell_dirs(tmp_path)
     assert len(cells) == 4
