@@ -46,6 +46,8 @@ PROGRAMS: tuple[Program, ...] = (
     Program("debootstrap", "building the codesign/node image", "debootstrap", groups=("test", "docker")),
     Program("tar", "importing the codesign/node image", source="prerequisite", groups=("test", "docker")),
     Program("busybox", "the 2 MB codesign/busybox test image", "busybox-static", groups=("test", "docker")),
+    Program("shellcheck", "checking the launchers' shell scripts (tests/test_launchers.py)", "shellcheck",
+            groups=("test",)),
     Program("claude", "harness=claude_code (npm install into .tools/ on first use)", source="npm"),
     Program("apt-get", "this installer, as root", source="installer"),
     Program("espeak-ng", "rebuilding the bundled audio attachment (suite/_tools)", "espeak-ng",

@@ -137,6 +137,38 @@ def suite_copy(tmp_path: Path):
     return make
 
 
+@pytest.fixture
+def outside_service() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP service on this machine's own non-loopback address, recording the path of every request: what a
+    network "cut" check tries to reach (and a control outside the sandbox reaches). Never a foreign address."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tests.helpers import host_address
+
+    address = host_address()
+    if address is None:
+        unavailable("this machine has no network address besides loopback")
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = b"outside service answered"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer((address, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True, name="outside-service").start()
+    yield f"http://{address}:{server.server_address[1]}", hits
+    server.shutdown()
+    server.server_close()
+
+
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[None]:
     """A real Docker Engine, started by the project's own set-up. Skipped only where no engine can be

@@ -25,3 +25,23 @@ def cli(*args: str, cwd: Path = REPO, timeout: float = 300, env: dict | None = N
     return subprocess.run(
         [sys.executable, "-m", "codesign", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
     )
+
+
+def host_address() -> str | None:
+    """A non-loopback IPv4 address of one of this machine's own interfaces, or None. Read from the interfaces
+    (SIOCGIFADDR), so nothing is sent anywhere: a network check must only ever reach an address it owns."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(s.fileno(), siocgifaddr, struct.pack("256s", name[:15].encode()))
+            except OSError:  # an interface without an IPv4 address
+                continue
+            address = socket.inet_ntoa(packed[20:24])
+            if not address.startswith("127."):
+                return address
+    return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import threading
 import time
 import urllib.request
 import uuid
@@ -20,13 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from codesign._types import ExecResult
 from codesign.runner import run
 from codesign.runtime.http import LoopbackHandler, LoopbackServer
 from codesign.sandbox import scratch as scratch_dirs
 from codesign.sandbox.local import LocalSandbox
 from codesign.testing.model_server import Reply, ScriptedModelServer, ServedRequest, ToolCall
 from tests.conftest import unavailable
-from tests.helpers import compose_config
+from tests.helpers import compose_config, host_address
 
 TOKEN = uuid.uuid4().hex[:12]
 SECRETS = {
@@ -118,11 +120,31 @@ def test_a_server_started_in_a_confined_sandbox_answers_on_host_loopback(tmp_pat
 
 def test_a_timeout_ends_everything_a_confined_command_started_even_a_new_session(tmp_path):
     box = _confined(tmp_path)
-    marker = f"sleep 3{TOKEN[:4]}"  # a unique command line to look for on the host
-    r = box.execute(f"setsid sh -c 'exec {marker.replace('sleep 3', 'sleep 300')}' & sleep 300", timeout=1)
-    assert r.timed_out
-    time.sleep(0.5)
-    assert _running(marker.replace("sleep 3", "sleep 300")) == []
+    unique = int(TOKEN[:4], 16)  # digits: `sleep 300a1b2` is no interval, and would exit at once
+    sleeps = [f"sleep 300{unique:05d}", f"sleep 301{unique:05d}"]  # unique command lines to look for on the host
+    command = f"setsid sh -c 'echo > a.started; exec {sleeps[0]}' & echo > b.started; exec {sleeps[1]}"
+    r = started_then_timed_out(box, command, [box.workspace / "a.started", box.workspace / "b.started"], sleeps)
+    assert r.timed_out and r.returncode is None
+
+
+def started_then_timed_out(box: LocalSandbox, command: str, markers: list[Path], command_lines: list[str],
+                           timeout: float = 5.0) -> ExecResult:  # fmt: skip
+    """Run ``command`` in ``box`` until its timeout. Before the timeout every process it starts must have written
+    its marker and show on the host (else nothing would be tested); after it, none may be left."""
+    done: dict[str, ExecResult] = {}
+    thread = threading.Thread(target=lambda: done.update(result=box.execute(command, timeout=timeout)))
+    thread.start()
+    while thread.is_alive() and not (all(m.exists() for m in markers) and all(map(_running, command_lines))):
+        time.sleep(0.02)
+    all_started = all(m.exists() for m in markers) and all(map(_running, command_lines))
+    thread.join()
+    assert all_started, f"not every process had started before the {timeout} s timeout: nothing was tested"
+    killed_by = time.monotonic() + 30  # a bound for the failure only: killed processes vanish at once
+    while any(map(_running, command_lines)) and time.monotonic() < killed_by:
+        time.sleep(0.02)
+    left = {c: _running(c) for c in command_lines if _running(c)}
+    assert not left, f"still running after the timeout: {left}"
+    return done["result"]
 
 
 def _running(command_line: str) -> list[Path]:
@@ -309,8 +331,6 @@ def test_the_browser_reaches_loopback_only_and_the_static_server_stays_in_its_fo
     """A service on this machine's own network address (reachable without the proxy) is refused to the app."""
     import functools
     import http.server
-    import socket
-    import threading
 
     from codesign.runtime.serve import static_server
 
@@ -321,10 +341,8 @@ def test_the_browser_reaches_loopback_only_and_the_static_server_stays_in_its_fo
     secret = tmp_path / "secret.txt"
     secret.write_text(f"host file {TOKEN}")
     (site / "planted.txt").symlink_to(secret)  # a candidate's symlink to a host file
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect(("10.255.255.255", 1))  # no packet is sent: this picks the outward interface
-        address = probe.getsockname()[0]
-    if address.startswith("127."):
+    address = host_address()  # read from this machine's interfaces: nothing is sent anywhere
+    if address is None:
         unavailable("this machine has no network address besides loopback")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
     outside = http.server.ThreadingHTTPServer(("0.0.0.0", 0), handler)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -66,16 +69,39 @@ def test_minus_m_runs_a_grid_in_one_pool_on_ray(ray_instance, tmp_path, monkeypa
 
 
 JUDGES = ["openai/judge-a", "openai/judge-b", "openai/judge-c", "openai/judge-d"]
+EDIT = '<edit path="index.html"><search>Come again soon</search><replace>Thanks for visiting</replace></edit>'
 
 
-@pytest.mark.browser
-@pytest.mark.ray
-@pytest.mark.slow
-def test_a_four_judge_grid_solves_once_and_every_judge_grades_the_same_patch(ray_instance, tmp_path, monkeypatch):
-    """Four judge cells on an empty store, two Ray actors: one solve per (model, task, seed), counted at the
-    scripted model server, and all four judges grade one byte-identical patch. The solver's endpoint allows
-    one call at a time (model.max_concurrency=1), across both actors: its two tasks are solved in turn."""
-    suite = make_task(tmp_path / "suite")
+class HeldSolver:
+    """A scripted solver whose calls are held until a second solve is known to want the endpoint as well: its
+    call arrived here (the endpoint's limit did not hold) or it waits for a slot at the pool's slot keeper. So
+    the two solves would overlap at this server unless the limit kept them apart. A call goes on at once when
+    another one already ended."""
+
+    def __init__(self) -> None:
+        self.server = ScriptedModelServer(self.policy)
+        self.ended = 0
+        self.saw_a_solve_wait_for_its_slot = False
+
+    def policy(self, req) -> Reply:
+        import ray
+
+        from codesign.solve.models.limits import ACTOR_PREFIX, endpoint_key
+
+        keeper = ACTOR_PREFIX + endpoint_key("openai/scripted", self.server.openai_base)
+        give_up = time.monotonic() + 120  # a bound for a failure only: the state below comes within seconds
+        while not self.ended and self.server.in_flight < 2 and time.monotonic() < give_up:
+            with contextlib.suppress(ValueError):  # no keeper (yet): no limit to wait at
+                if ray.get(ray.get_actor(keeper).stats.remote())["waiting"] >= 1:
+                    self.saw_a_solve_wait_for_its_slot = True
+                    break
+            time.sleep(0.05)
+        self.ended += 1
+        return Reply(EDIT)
+
+
+def twin_counter_suite(root: Path) -> Path:
+    suite = make_task(root)
     twin = suite / "counter2"
     twin.mkdir()
     for part in ("app", "solution"):
@@ -84,27 +110,44 @@ def test_a_four_judge_grid_solves_once_and_every_judge_grades_the_same_patch(ray
             (twin / part / f.name).write_bytes(f.read_bytes())
     for f in ("task.yaml", "criteria.yaml"):
         (twin / f).write_text((suite / "counter" / f).read_text().replace("id: counter\n", "id: counter2\n"))
-    edit = '<edit path="index.html"><search>Come again soon</search><replace>Thanks for visiting</replace></edit>'
+    return suite
+
+
+def judge_grid(monkeypatch, tmp_path: Path, judges: list[str], limit: int) -> tuple[int, HeldSolver, set[str]]:
+    """The judges × two counter tasks as one -m grid on two Ray actors, the solver's endpoint limited to
+    ``limit`` calls at once (model.max_concurrency)."""
+    suite = twin_counter_suite(tmp_path / "suite")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(KEY_ENV, "sk-judge")  # the value Ray's workers got at start (conftest)
-    # A slow solver: without single flight, the four cells' trials would all be solving at once.
-    with ScriptedModelServer(lambda req: Reply(edit, delay_s=1.0)) as solver, \
-            ScriptedModelServer(careful_judge) as judge:  # fmt: skip
+    held = HeldSolver()
+    with held.server as solver, ScriptedModelServer(careful_judge) as judge:
         code = hydra_cli(
-            monkeypatch, "-m", "evaluator=llm", "evaluator.judge.model=" + ",".join(JUDGES), "regime=single_shot",
+            monkeypatch, "-m", "evaluator=llm", "evaluator.judge.model=" + ",".join(judges), "regime=single_shot",
             "model=litellm", "model.name=scripted", "model.model=openai/scripted",
-            f"model.api_base={solver.openai_base}", f"model.api_key_env={KEY_ENV}", "model.max_concurrency=1",
+            f"model.api_base={solver.openai_base}", f"model.api_key_env={KEY_ENV}", f"model.max_concurrency={limit}",
             f"evaluator.judge.api_base={judge.openai_base}", f"evaluator.judge.api_key_env={KEY_ENV}",
             "evaluator.verifier.model=openai/verifier", f"evaluator.verifier.api_base={judge.openai_base}",
             f"evaluator.verifier.api_key_env={KEY_ENV}",
             "evaluator.frames=[]", "tasks=all", f"tasks.root={suite}", "executor=ray", "executor.num_workers=2",
             "tracker=none", f"store.root={tmp_path / 'store'}",
         )  # fmt: skip
-        solver_requests, judge_models = solver.requests, {r.model for r in judge.requests}
-        solver_peak = solver.peak_in_flight
+        judge_models = {r.model for r in judge.requests}
+    return code, held, judge_models
+
+
+@pytest.mark.browser
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_four_judge_grid_solves_once_and_every_judge_grades_the_same_patch(ray_instance, tmp_path, monkeypatch):
+    """Four judge cells on an empty store, two Ray actors: one solve per (model, task, seed), counted at the
+    scripted model server, and all four judges grade one byte-identical patch. The solver's endpoint allows
+    one call at a time (model.max_concurrency=1), across both actors: its two tasks are solved in turn — while
+    one is answered, the other is seen waiting for its slot."""
+    code, held, judge_models = judge_grid(monkeypatch, tmp_path, JUDGES, limit=1)
     assert code == 0
-    assert len(solver_requests) == 2  # one solve per task, not one per cell
-    assert solver_peak == 1  # the endpoint's limit held across the pool
+    assert len(held.server.requests) == 2  # one solve per task, not one per cell
+    assert held.server.peak_in_flight == 1  # the endpoint's limit held across the pool ...
+    assert held.saw_a_solve_wait_for_its_slot  # ... while the two solves wanted the endpoint at once
     assert {f"openai/{m}" for m in judge_models} >= set(JUDGES)  # four judges really graded
     cells = cell_dirs(tmp_path)
     assert len(cells) == 4
@@ -115,6 +158,16 @@ def test_a_four_judge_grid_solves_once_and_every_judge_grades_the_same_patch(ray
         graded = {(tmp_path / "store" / "trials" / r["trial_key"] / "evals" / r["eval_key"] / "diff.patch").read_bytes()
                   for r in per_task.iter_rows(named=True)}  # fmt: skip
         assert len(graded) == 1 and b"Thanks for visiting" in graded.pop()
+
+
+@pytest.mark.browser
+@pytest.mark.ray
+@pytest.mark.slow
+def test_with_a_limit_of_two_the_two_solves_overlap(ray_instance, tmp_path, monkeypatch):
+    """The control of the test above: the same held solver sees both solves at once when the limit allows it."""
+    code, held, _ = judge_grid(monkeypatch, tmp_path, JUDGES[:1], limit=2)
+    assert code == 0 and len(held.server.requests) == 2
+    assert held.server.peak_in_flight == 2 and not held.saw_a_solve_wait_for_its_slot
 
 
 @pytest.mark.browser
@@ -150,11 +203,21 @@ def test_endpoint_limits_cover_solvers_judges_and_verifiers():
     assert endpoint_limits(specs) == {endpoint_key("openai/x", None): 2, gateway: 3}
 
 
-def generic_judge(req):
-    """A judge for any task: every criterion FAILs on the page's DOM (nothing to verify or audit)."""
-    from tests.test_judge import is_verifier, not_refuted, verdict
+def truthful_judge(req):
+    """A judge for the bakery task that passes what is truly on the page: the tagline criterion PASSes when the
+    page text it is shown (quoted DOM evidence, not the request or the criterion) has the tagline; every other
+    criterion FAILs on the page's DOM. So the oracle outscores noop in judge-graded cells too."""
+    import re
 
-    return not_refuted() if is_verifier(req) else verdict("FAIL", ["dom:/@desktop"], "the page lacks the asked change")
+    from tests.test_judge import criterion_of, is_verifier, not_refuted, verdict
+
+    if is_verifier(req):
+        return not_refuted()
+    text = json.dumps(req.messages)
+    page = "".join(re.findall(r"<<<EVIDENCE id=dom:[^>]*>>>(.*?)<<<END", text, flags=re.S))
+    if criterion_of(req) == "tagline" and "Fresh bread daily" in page:
+        return verdict("PASS", ["dom:/@desktop"], "the header text reads Fresh bread daily")
+    return verdict("FAIL", ["dom:/@desktop"], "the page lacks the asked change")
 
 
 def _grid_params(experiment: str) -> dict[str, str]:
@@ -183,7 +246,7 @@ def test_every_experiment_runs_offline(experiment, experiments_store, tmp_path, 
     what is tested; the RE path of every harness is in test_harnesses)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(KEY_ENV, "sk-judge")
-    with ScriptedModelServer(generic_judge) as judge:
+    with ScriptedModelServer(truthful_judge) as judge:
         code = hydra_cli(
             monkeypatch, f"experiment={experiment}", "model=oracle,noop",
             "evaluator.judge.model=openai/judge", f"evaluator.judge.api_base={judge.openai_base}",
@@ -199,9 +262,7 @@ def test_every_experiment_runs_offline(experiment, experiments_store, tmp_path, 
     rows = pl.concat([tasks_of(c) for c in cells], how="diagonal_relaxed")
     assert set(rows["status"]) == {"ok"}
     by_model = dict(rows.group_by("model").agg(pl.col("strict").mean()).iter_rows())
-    assert by_model["oracle"] >= by_model["noop"]  # judge-only cells FAIL everything (the scripted judge)
-    if "evaluator" not in _grid_params(experiment):  # hybrid: probes grade what they can, exactly
-        assert by_model["oracle"] > by_model["noop"]
+    assert by_model["oracle"] > by_model["noop"]  # graded by probes (hybrid) or by the judge, what is there counts
 
 
 @pytest.mark.parametrize("multirun", [False, True])

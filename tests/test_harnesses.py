@@ -3,6 +3,7 @@ all three harnesses solve a task end to end, graded by the probe evaluator; sing
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -192,6 +193,22 @@ MISTAKES = {  # (tool name or None for the harness's shell, arguments, raw JSON)
 }
 
 
+ERRORS = {  # each harness's own answer to each mistake, as it must reach the model's next request
+    ("native", "unknown_tool"): "unknown tool 'run_shell'; available: shell",
+    ("native", "wrong_argument"): "unknown argument 'cmd'",
+    ("native", "missing_argument"): "shell: missing argument 'command'",
+    ("native", "unparsable_arguments"): "Unterminated string",
+    ("mini_swe_agent", "unknown_tool"): "Unknown tool 'run_shell'",
+    ("mini_swe_agent", "wrong_argument"): "Missing 'command' argument in bash tool call",
+    ("mini_swe_agent", "missing_argument"): "Missing 'command' argument in bash tool call",
+    ("mini_swe_agent", "unparsable_arguments"): "Error parsing tool call arguments: Unterminated string",
+    ("claude_code", "unknown_tool"): "No such tool available: run_shell",
+    ("claude_code", "wrong_argument"): "An unexpected parameter `cmd` was provided",
+    ("claude_code", "missing_argument"): "The required parameter `command` is missing",
+    ("claude_code", "unparsable_arguments"): "The required parameter `command` is missing",
+}
+
+
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
 @pytest.mark.parametrize("harness", ["native", "mini_swe_agent", "claude_code"])
 def test_a_tool_call_mistake_goes_back_to_the_model_and_the_loop_goes_on(tmp_path, harness, mistake):
@@ -218,6 +235,8 @@ def test_a_tool_call_mistake_goes_back_to_the_model_and_the_loop_goes_on(tmp_pat
     row = tables["tasks"].row(0, named=True)
     assert row["status"] == "ok" and row["exit_status"] == "submitted", (row["exit_status"], row["exit_message"])
     assert row["strict"] == 1.0
-    # The error went back to the model: the request after the mistake carries it.
-    second = [r for r in server.requests if r.tool_names][1]
-    assert any(w in second.text().lower() for w in ("error", "unknown", "missing", "invalid", "not")), second.text()
+    # The error went back to the model: what the harness added to the conversation after the mistaken call
+    # (not the model's own call, which names the tool and arguments too) carries the harness's error.
+    first, second = [r for r in server.requests if r.tool_names][:2]
+    added = [m for m in second.messages[len(first.messages) :] if m.get("role") != "assistant"]
+    assert ERRORS[harness, mistake] in json.dumps(added), added

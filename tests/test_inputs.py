@@ -105,4 +105,6 @@ def test_a_huge_file_left_behind_ends_the_solve_as_an_agent_error_with_its_size(
     row, trial = solve_and_grade(tmp_path, "head -c 30000000 /dev/urandom > big.bin", "regime.max_patch_kb=1024")
     assert row["exit_status"] == "agent_error" and "MB, over the regime's cap of 1024 KB" in row["exit_message"]
     assert (trial / "patch.diff").stat().st_size == 0  # nothing huge is stored (or graded)
-    assert row["status"] == "ok" and row["strict"] is not None  # the model's mistake: scored, not an error
+    # The model's mistake: scored, not an error — on the unchanged app, where only the 2 of 6 criteria that
+    # keep what already worked pass (what noop gets).
+    assert row["status"] == "ok" and row["strict"] == pytest.approx(2 / 6)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from codesign.errors import EnvironmentSetupError
 from codesign.runner import run
 from tests.conftest import SUITE
 from tests.helpers import cli, compose_config
@@ -129,7 +131,8 @@ def test_wandb_run_closes_cleanly_when_the_run_fails(tmp_path, suite_copy):
     )  # the executor refuses a machine whose store is not writable: the run fails after the tracker started
     out = tmp_path / "run"
     out.mkdir()
-    with pytest.raises(Exception, match="not writable"):
+    store = tmp_path / "file" / "store"
+    with pytest.raises(EnvironmentSetupError, match=rf"the store {re.escape(str(store))} is not writable: .*Not a dir"):
         run(cfg, out)
     assert wandb.run is None  # finished, not left dangling
     run_dir = next((out / "wandb").glob("offline-run-*"))

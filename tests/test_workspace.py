@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -54,14 +53,16 @@ def test_bad_patch_changes_nothing(tmp_path):
 def test_timeout_kills_everything_a_local_command_started_setsid_included(tmp_path):
     """Even unconfined, commands live in their own PID namespace: a timeout (or the trial's end) ends every
     process they started, and they cannot read codesign's own environment through /proc."""
-    from tests.test_confinement import _running
+    from tests.test_confinement import started_then_timed_out
 
-    box = LocalSandbox(tmp_path, tmp_path / "home")
-    start = time.monotonic()
-    r = box.execute("sleep 301 & setsid sh -c 'exec sleep 302' & sleep 303", timeout=1)
-    assert r.timed_out and r.returncode is None and time.monotonic() - start < 10
-    time.sleep(0.3)
-    assert _running("sleep 301") == [] and _running("sleep 302") == [] and _running("sleep 303") == []
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    box = LocalSandbox(ws, tmp_path / "home")
+    sleeps = [f"sleep {301 + i}{os.getpid()}" for i in range(3)]  # unique command lines to look for on the host
+    command = (f"sh -c 'echo > a.started; exec {sleeps[0]}' & setsid sh -c 'echo > b.started; exec {sleeps[1]}' & "
+               f"echo > c.started; exec {sleeps[2]}")  # fmt: skip
+    r = started_then_timed_out(box, command, [ws / f"{n}.started" for n in "abc"], sleeps)
+    assert r.timed_out and r.returncode is None
 
 
 def test_a_local_command_cannot_read_codesigns_environment_through_proc(tmp_path, monkeypatch):
@@ -90,25 +91,35 @@ def test_file_access_is_confined_to_the_workspace(tmp_path):
         box.read_file("../outside.txt")
 
 
-def test_confined_sandbox_hides_tasks_and_cuts_the_network(tmp_path):
+def test_confined_sandbox_hides_tasks_and_cuts_the_network(tmp_path, outside_service, request):
     import shutil
+    import subprocess
+    import tempfile
 
     if not shutil.which("bwrap"):
         unavailable("bubblewrap is not installed (python -m codesign.install run)")
-    secret = tmp_path / "suite"
-    secret.mkdir()
+    url, hits = outside_service  # on this machine's own non-loopback address
+    # Outside /tmp (which the sandbox replaces with its own), where suites live: the user's home.
+    secret = Path(tempfile.mkdtemp(prefix=".codesign-test-suite-", dir=Path.home()))
+    request.addfinalizer(lambda: shutil.rmtree(secret, ignore_errors=True))
     (secret / "criteria.yaml").write_text("hidden")
     ws = tmp_path / "ws"
     ws.mkdir()
+    (ws / "mine.txt").write_text("the workspace's own file")
     box = LocalSandbox(ws, tmp_path / "home", confine=True, network=False, hide=[str(secret)])
+    fetch = (f"python3 -c 'import urllib.request as u; print(u.urlopen(\"{url}/probe\", timeout=10).read().decode())'"
+             " 2>&1 | tail -1")  # fmt: skip
     out = box.execute(
-        f"cat {secret}/criteria.yaml; touch made-here && echo writable; touch /usr/x 2>&1 || echo read-only; "
-        "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), 1)' 2>&1 | tail -1"
-    )
-    assert "No such file" in out.output and "hidden" not in out.output
-    assert "writable" in out.output and "read-only" in out.output
-    assert "unreachable" in out.output.lower()
-    assert (ws / "made-here").exists()
+        f"cat {secret}/criteria.yaml; echo cat-exit=$?; cat mine.txt; echo; touch made-here && echo writable; "
+        f"touch /usr/x 2>&1 || echo read-only; {fetch}"
+    ).output
+    assert "cat-exit=1" in out and "No such file" in out and "hidden" not in out  # cat ran and found nothing
+    assert "the workspace's own file" in out  # ... where it reads the workspace
+    assert "writable" in out and "read-only" in out and (ws / "made-here").exists()
+    assert "Network is unreachable" in out and hits == []
+    # Control: the same request from outside the sandbox reaches the service.
+    host = subprocess.run(["bash", "-c", fetch], capture_output=True, text=True, timeout=60)
+    assert "outside service answered" in host.stdout and hits == ["/probe"]
 
 
 def test_scratch_folders_of_dead_runs_are_swept_and_live_ones_kept(tmp_path):
@@ -150,3 +161,31 @@ def test_a_failing_install_reports_npms_own_cause(tmp_path):
     message = str(err.value)
     assert "npm error code EUSAGE" in message and "can only install with an existing package-lock.json" in message
     assert "--install-strategy" not in message  # the usage text after the cause is left out
+
+
+@pytest.mark.parametrize("applies", [True, False])
+def test_the_oracle_submits_only_a_reference_patch_that_applied(tmp_path, applies):
+    """The oracle's shell call is run for real; a reference patch that does not apply (a broken task) ends its
+    solve as an agent error quoting git, never as a submitted empty change."""
+    import json
+    import subprocess
+
+    from codesign.solve.ended import AgentError
+    from codesign.solve.models.offline import OracleModel
+
+    (tmp_path / "index.html").write_text("<p>old</p>\n" if applies else "<p>something else</p>\n")
+    oracle = OracleModel("diff --git a/index.html b/index.html\n--- a/index.html\n+++ b/index.html\n"
+                         "@@ -1 +1 @@\n-<p>old</p>\n+<p>new</p>\n")  # fmt: skip
+    tools = [{"type": "function", "function": {"name": "shell", "parameters": {}}}]
+    messages: list[dict] = [{"role": "user", "content": "Change old to new."}]
+    call = oracle.query(messages, tools).message
+    command = json.loads(call["tool_calls"][0]["function"]["arguments"])["command"]
+    shell = subprocess.run(["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "HOME": str(tmp_path)})  # fmt: skip
+    messages += [call, {"role": "tool", "tool_call_id": "call_oracle_1", "content": shell.stdout + shell.stderr}]
+    if applies:
+        assert oracle.query(messages, tools).message["content"] == "Applied the reference solution."
+        assert (tmp_path / "index.html").read_text() == "<p>new</p>\n"
+    else:
+        with pytest.raises(AgentError, match=r"reference patch did not apply .*patch does not apply"):
+            oracle.query(messages, tools)

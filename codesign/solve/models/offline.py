@@ -15,8 +15,10 @@ from typing import Any
 from codesign._protocols import ModelReply
 from codesign._types import Usage
 from codesign.errors import ConfigError
+from codesign.solve.ended import AgentError
 
 _SHELL_TOOLS = {"shell": "command", "bash": "command", "Bash": "command"}
+APPLIED = "CODESIGN_PATCH_APPLIED"  # printed by apply_patch_command's command once the patch applied
 
 
 def apply_patch_command(patch: str) -> str:
@@ -28,7 +30,7 @@ def apply_patch_command(patch: str) -> str:
     return (
         f"cat > {target} <<'{eof}'\n{patch}{eof}\n"
         f"if command -v git >/dev/null 2>&1; then git apply --whitespace=nowarn {target}; "
-        f"else patch -p1 < {target}; fi"
+        f"else patch -p1 < {target}; fi && echo {APPLIED[:8]}''{APPLIED[8:]}"  # the command's text lacks the word
     )
 
 
@@ -47,9 +49,13 @@ class OracleModel:
     name: str = "oracle"
     uses_reference: bool = True
     _applied: bool = False
+    _by_shell: bool = False
 
     def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
         if self._applied:
+            if self._by_shell and APPLIED not in json.dumps(messages, default=str):  # the shell said it failed
+                seen = json.dumps(messages[-1], default=str)[-1500:]
+                raise AgentError(f"the task's reference patch did not apply (fix solution/solution.patch): {seen}")
             return _final("Applied the reference solution.")
         self._applied = True
         if not tools:  # single-shot: answer with the patch in the edit format's diff block
@@ -59,6 +65,7 @@ class OracleModel:
         if shell is None:
             raise ConfigError(f"the oracle needs a shell tool; this harness offers {sorted(names)}")
         command = apply_patch_command(self.reference_patch)
+        self._by_shell = True
         call = {
             "id": "call_oracle_1",
             "type": "function",
