@@ -20,6 +20,7 @@ import polars as pl
 
 from codesign.config import compose_cli
 from codesign.errors import ConfigError
+from codesign.score.metrics import whole_tables
 
 LABELS = ("PASS", "PARTIAL", "FAIL")
 
@@ -95,13 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     table = agreement(pairs)
     pairs.write_parquet(out / "pairs.parquet")
     table.write_parquet(out / "agreement.parquet")
-    with pl.Config(
-        tbl_formatting="ASCII_MARKDOWN",
-        tbl_hide_dataframe_shape=True,
-        tbl_hide_column_data_types=True,
-        tbl_rows=-1,
-        float_precision=3,
-    ):
+    with whole_tables(float_precision=3):
         print(f"{base.evaluator.name} vs probes on {pairs.height} criteria ({', '.join(base.calibrate.solvers)}):")
         print(table)
     if ungraded.height:

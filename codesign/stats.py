@@ -10,6 +10,7 @@ import sys
 import polars as pl
 
 from codesign.config import compose_cli
+from codesign.score.metrics import whole_tables
 from codesign.tasks.loader import Task
 from codesign.tasks.select import select_tasks
 
@@ -44,14 +45,7 @@ def kind_rows(tasks: list[Task]) -> pl.DataFrame:
 def report(tasks: list[Task]) -> str:
     df = task_rows(tasks)
     out = []
-    with pl.Config(
-        tbl_formatting="ASCII_MARKDOWN",
-        tbl_hide_dataframe_shape=True,
-        tbl_hide_column_data_types=True,
-        tbl_rows=-1,
-        tbl_cols=-1,
-        tbl_width_chars=200,
-    ):
+    with whole_tables(width=200):
         per_track = (
             df.group_by("track")
             .agg(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -45,3 +47,18 @@ def host_address() -> str | None:
             if not address.startswith("127."):
                 return address
     return None
+
+
+def stream_lines(proc: subprocess.Popen, on_line: Callable[[str], object]) -> tuple[threading.Thread, list[str]]:
+    """Read ``proc``'s stdout on a thread as it comes: every line kept, and ``on_line`` told of each."""
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            on_line(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader, lines

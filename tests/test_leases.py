@@ -23,7 +23,7 @@ from codesign import leases
 from codesign.solve.models.limits import ACTOR_PREFIX, EndpointSlots, endpoint_key, endpoint_slot, endpoint_slot_async
 from codesign.testing.model_server import Reply, ScriptedModelServer
 from tests.conftest import S3_BUCKET as BUCKET
-from tests.helpers import REPO
+from tests.helpers import REPO, stream_lines
 from tests.test_judge import KEY_ENV, make_task
 
 EDIT = '<edit path="index.html"><search>Come again soon</search><replace>Thanks for visiting</replace></edit>'
@@ -267,7 +267,7 @@ def test_two_commands_on_one_s3_store_solve_each_key_once(s3, tmp_path):
     with ScriptedModelServer(policy) as server:
         env = {**os.environ, **s3, KEY_ENV: "sk-test"}
         procs = [_codesign(tmp_path / name, env, suite, server.openai_base) for name in ("a", "b")]
-        outputs = [_read_lines(p, lambda line: "waiting for the solve" in line and waiting.set()) for p in procs]
+        outputs = [stream_lines(p, lambda line: "waiting for the solve" in line and waiting.set()) for p in procs]
         codes = [p.wait(timeout=600) for p in procs]
         for t, _ in outputs:
             t.join(60)
@@ -289,20 +289,6 @@ def _codesign(folder: Path, env: dict[str, str], suite: Path, api_base: str) -> 
                "stages.evaluate=false", "tasks=all", f"tasks.root={suite}", "executor=inline", "tracker=none",
                f"store.root=s3://{BUCKET}/store", f"hydra.run.dir={folder / 'run'}"]  # fmt: skip
     return subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _read_lines(proc: subprocess.Popen, on_line) -> tuple[threading.Thread, list[str]]:
-    lines: list[str] = []
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            on_line(line)
-
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
-    return thread, lines
 
 
 def test_a_store_that_ignores_conditional_writes_is_refused_before_any_trial(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ from codesign.errors import ConfigError
 from codesign.store import Store, is_remote, stage_lock
 from codesign.tasks.archive import pack, unpack
 from tests.conftest import S3_BUCKET
-from tests.helpers import REPO
+from tests.helpers import REPO, stream_lines
 
 SUITE = REPO / "codesign" / "suite"
 
@@ -267,7 +267,7 @@ def test_two_commands_writing_one_s3_store_at_once_solve_each_trial_once(s3, tmp
         env = {**os.environ, **s3, KEY_ENV: "sk-test"}
         procs = {name: _solve_on_s3(tmp_path / name, env, suite, server.openai_base, seeds)
                  for name, seeds in (("a", "[0,1,2]"), ("b", "[1,2,3]"))}  # fmt: skip
-        outputs = {name: _stream(p, on_line) for name, p in procs.items()}
+        outputs = {name: stream_lines(p, on_line) for name, p in procs.items()}
         codes = [p.wait(timeout=600) for p in procs.values()]
         for reader, _ in outputs.values():
             reader.join(60)
@@ -292,17 +292,3 @@ def test_two_commands_writing_one_s3_store_at_once_solve_each_trial_once(s3, tmp
         assert solve["telemetry"]["exit_status"] == "submitted", solve
         patch = (store.read_bytes(f"trials/{key}/patch.diff") or b"").decode()
         assert '+<p class="note">Thanks for visiting</p>' in patch, patch
-
-
-def _stream(proc: subprocess.Popen, on_line) -> tuple[threading.Thread, list[str]]:
-    lines: list[str] = []
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            on_line(line)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    return reader, lines

@@ -41,6 +41,7 @@ GRADING = (
     "codesign.sandbox.dependencies",  # how the candidate's and the specs' dependencies are installed
     "codesign.workspace",  # how the patch is applied
     "codesign.solve.attachments",  # images downscaled for judges
+    "codesign.solve.tool_schema",  # the judge's browser tools as the model sees them
     "codesign.tasks.probes",  # the probe language
 )
 # Modules of those packages that grade nothing: tools and helpers around grading.

@@ -13,32 +13,21 @@ from codesign.runtime.browser import VIEWPORTS
 from codesign.runtime.visible import rendered_text
 from codesign.runtime.waiting import AppUnresponsive, BrowserFailure, bounded, describe, settle, target
 from codesign.solve.attachments import downscale
-
-
-def _tool(name: str, description: str, /, **params: str) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {k: {"type": "string", "description": v} for k, v in params.items()},
-                "required": [k for k in params if not k.endswith("_optional")],
-            },
-        },
-    }
-
+from codesign.solve.tool_schema import function_tool
 
 BROWSER_TOOLS = [
-    _tool("navigate", "Open a route of the app (a full page load).", route="e.g. /cart"),
-    _tool("click", "Click the first element matching a Playwright selector.", selector="CSS, text=…, role=…"),
-    _tool("type", "Fill a form field.", selector="the field", text="what to type"),
-    _tool("press", "Press a key, optionally on an element.", key="e.g. Enter, Tab, Escape"),
-    _tool("scroll", "Scroll to an element or to a vertical position.", target="a selector, or a number of pixels"),
-    _tool("set_viewport", "Switch between desktop (1280×800) and mobile (390×844).", viewport="desktop or mobile"),
-    _tool("screenshot", "Take a screenshot of the current page state."),
-    _tool("read_dom", "Read the visible text (and form values) of an element.", selector="defaults to body"),
+    function_tool("navigate", "Open a route of the app (a full page load).", route="e.g. /cart"),
+    function_tool("click", "Click the first element matching a Playwright selector.", selector="CSS, text=…, role=…"),
+    function_tool("type", "Fill a form field.", selector="the field", text="what to type"),
+    function_tool("press", "Press a key, optionally on an element.", key="e.g. Enter, Tab, Escape"),
+    function_tool(
+        "scroll", "Scroll to an element or to a vertical position.", target="a selector, or a number of pixels"
+    ),
+    function_tool(
+        "set_viewport", "Switch between desktop (1280×800) and mobile (390×844).", viewport="desktop or mobile"
+    ),
+    function_tool("screenshot", "Take a screenshot of the current page state."),
+    function_tool("read_dom", "Read the visible text (and form values) of an element.", selector="defaults to body"),
 ]
 
 

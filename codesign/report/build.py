@@ -14,7 +14,7 @@ from jinja2 import Environment, select_autoescape
 from codesign.redact import redact
 from codesign.report import plots, tables
 from codesign.report.collect import Collection
-from codesign.score.metrics import CELL
+from codesign.score.metrics import CELL, whole_tables
 from codesign.store import is_remote, local_path
 from codesign.track.report import html_table
 
@@ -183,13 +183,5 @@ def _markdown_table(frame: pl.DataFrame) -> str:
     if frame.is_empty():
         return "_none_"
     shown = frame.with_columns(pl.col(pl.Float64).round(3))
-    with pl.Config(
-        tbl_formatting="MARKDOWN",
-        tbl_hide_dataframe_shape=True,
-        tbl_hide_column_data_types=True,
-        tbl_rows=-1,
-        tbl_cols=-1,
-        tbl_width_chars=10_000,
-        fmt_str_lengths=60,
-    ):
+    with whole_tables("MARKDOWN", width=10_000, text=60):
         return str(shown)

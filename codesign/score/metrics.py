@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
@@ -321,16 +321,24 @@ def format_summary(summary: pl.DataFrame) -> str:
             shown = shown.with_columns(pl.col("strict_sd", "pass_at_k", "pass_pow_k").round(3))
         else:
             shown = shown.drop("repeats", "strict_sd", "pass_at_k", "pass_pow_k")
-    with pl.Config(
-        tbl_formatting="ASCII_MARKDOWN",
+    with whole_tables():
+        return str(shown)
+
+
+def whole_tables(
+    formatting: Literal["ASCII_MARKDOWN", "MARKDOWN"] = "ASCII_MARKDOWN", width: int = 1000, text: int = 40, **more: Any
+) -> pl.Config:
+    """polars' settings for printing a table whole, as Markdown: every row and column, no shape, no dtypes."""
+    return pl.Config(
+        tbl_formatting=formatting,
         tbl_hide_dataframe_shape=True,
         tbl_hide_column_data_types=True,
         tbl_rows=-1,
         tbl_cols=-1,
-        tbl_width_chars=1000,
-        fmt_str_lengths=40,
-    ):
-        return str(shown)
+        tbl_width_chars=width,
+        fmt_str_lengths=text,
+        **more,
+    )
 
 
 def format_errors(tasks: pl.DataFrame) -> str:

@@ -106,12 +106,12 @@ def _name(r: JobReturn) -> str:
 def _rank_stability(tables: list[dict[str, Any]], sweep_dir: Path) -> None:
     import polars as pl
 
+    from codesign.score.metrics import whole_tables
     from codesign.score.ranking import rank_stability
 
     stability = rank_stability(pl.concat([t["summary"] for t in tables], how="diagonal_relaxed"))
     stability.write_parquet(sweep_dir / "rank_stability.parquet")
     if stability.height:
-        with pl.Config(tbl_formatting="ASCII_MARKDOWN", tbl_hide_dataframe_shape=True,
-                       tbl_hide_column_data_types=True, tbl_rows=-1, float_precision=2):  # fmt: skip
+        with whole_tables(float_precision=2):
             print("ranking stability (Spearman's rho of strict completion):")
             print(stability)

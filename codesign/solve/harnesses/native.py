@@ -19,51 +19,36 @@ from codesign.solve import prompts
 from codesign.solve.attachments import content_parts, downscale
 from codesign.solve.ended import AgentError, Submitted
 from codesign.solve.preview import PreviewError
-
-
-def _tool(name: str, description: str, /, optional: tuple[str, ...] = (), **params: str) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {k: {"type": "string", "description": v} for k, v in params.items()},
-                "required": [p for p in params if p not in optional],
-            },
-        },
-    }
-
+from codesign.solve.tool_schema import function_tool
 
 TOOLS = [
-    _tool(
+    function_tool(
         "shell",
         "Run a bash command in the app's folder; returns combined stdout/stderr and exit code.",
         command="the command",
     ),
-    _tool("read_file", "Read a text file of the app.", path="path relative to the app folder"),
-    _tool("write_file", "Create or overwrite a file of the app.", path="relative path", content="full content"),
-    _tool(
+    function_tool("read_file", "Read a text file of the app.", path="path relative to the app folder"),
+    function_tool("write_file", "Create or overwrite a file of the app.", path="relative path", content="full content"),
+    function_tool(
         "edit_file",
         "Replace one exact, unique occurrence of old_text with new_text in a file.",
         path="relative path",
         old_text="text to replace (must occur once)",
         new_text="replacement",
     ),
-    _tool(
+    function_tool(
         "view_attachment",
         "Look at one of the user's attachments (images, video keyframes, document pages).",
         name="file name in _attachments/",
     ),
-    _tool(
+    function_tool(
         "screenshot",
         "Build and open the app as it is now and return a screenshot.",
         optional=("route", "viewport"),
         route="route to open, e.g. / (default /)",
         viewport="desktop or mobile (default desktop)",
     ),
-    _tool("finish", "Call when the revision is complete.", optional=("summary",), summary="what you changed"),
+    function_tool("finish", "Call when the revision is complete.", optional=("summary",), summary="what you changed"),
 ]
 
 
