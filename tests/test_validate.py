@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GOOD = "me-bakery-header-mockup"
 
 
+@pytest.mark.alone  # the idle gate is the load test's reference: computed once, in the run that has the machine
 def test_gate_passes_on_the_whole_bundled_suite(idle_gate):
     code, out, folder = idle_gate
     assert code == 0
