@@ -211,6 +211,9 @@ def _hostile_policy(paths: list[str], host_url: str, escape: str, package_json: 
 
 @pytest.mark.slow
 @pytest.mark.browser
+# Once, beside the other worker's tests, its evaluation kept no page (cause not found; not seen again in a
+# second two-worker run): it runs with the machine to itself until it is, and says what its evaluation kept.
+@pytest.mark.alone
 @pytest.mark.parametrize("sandbox", ["confined", "docker", "local"])
 def test_a_hostile_agent_and_its_build_script_reach_nothing(
     sandbox, tmp_path, suite_copy, planted_secrets, host_service, request, monkeypatch
@@ -262,10 +265,13 @@ def test_a_hostile_agent_and_its_build_script_reach_nothing(
     assert row["status"] == "ok" and row["exit_status"] == "submitted", row
 
     # Everything the host keeps of the trial: the trajectory (shell output, tool results), the patch, evidence.
-    trial = next((store / "trials").iterdir())
+    trial = next(t for t in (store / "trials").iterdir() if (t / "trajectory.jsonl").is_file())
     trajectory = (trial / "trajectory.jsonl").read_text()
     patch = (trial / "patch.diff").read_text()
-    dom = next(trial.glob("evals/*/root@desktop.html")).read_text()
+    pages = list(trial.glob("evals/*/root@desktop.html"))
+    files = sorted(str(p.relative_to(trial)) for p in trial.rglob("*") if p.is_file())
+    assert pages, f"no page evidence; the trial kept {files}; verdicts: {tables['verdicts'].to_dicts()[:3]}"
+    dom = pages[0].read_text()
     assert "PROBE-START" in trajectory and "PROBE-END" in trajectory  # the probes ran ...
     assert "screenshot of / at desktop" in trajectory  # ... the preview built the planted script ...
     assert "LEAK-REPORT" in dom and "NO-HOST" in dom  # ... and so did the evaluation, confined
