@@ -5,8 +5,9 @@
     python -m codesign.install docker node-image    # start an engine, build the sandbox image
     python -m codesign.install --list   # every program, what uses it, where it comes from
 
-``PROGRAMS`` is the single declaration: a test scans the package for programs it calls and fails on
-any that is not declared here. Python-side media decoding (PyAV, pypdfium2) comes from pip wheels in
+``PROGRAMS`` (``codesign/programs.py``, below the stages so that they can look programs up) is the single
+declaration — among them ``chromium``, ``bwrap``, ``dockerd``, ``shellcheck``, ``ffmpeg`` and this
+installer's ``apt-get`` —: a test scans the package for programs it calls and fails on any not declared. Python-side media decoding (PyAV, pypdfium2) comes from pip wheels in
 ``pyproject.toml``, so no program is needed for attachments. Each step returns at once when its part is
 already there, so ``make run`` stays fast.
 """
