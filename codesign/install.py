@@ -7,9 +7,9 @@
 
 ``PROGRAMS`` (``codesign/programs.py``, below the stages so that they can look programs up) is the single
 declaration — among them ``chromium``, ``bwrap``, ``dockerd``, ``shellcheck``, ``ffmpeg`` and this
-installer's ``apt-get`` —: a test scans the package for programs it calls and fails on any not declared. Python-side media decoding (PyAV, pypdfium2) comes from pip wheels in
-``pyproject.toml``, so no program is needed for attachments. Each step returns at once when its part is
-already there, so ``make run`` stays fast.
+installer's ``apt-get`` —: a test scans the package for programs it calls and fails on any not declared.
+Python-side media decoding (PyAV, pypdfium2) comes from pip wheels in ``pyproject.toml``, so no program is
+needed for attachments. Each step returns at once when its part is already there, so ``make run`` stays fast.
 """
 
 from __future__ import annotations
