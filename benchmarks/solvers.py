@@ -96,28 +96,29 @@ def cell(server_url: str, suite: Path, store: Path, *overrides: str) -> float:
     return elapsed
 
 
-def main(trials: int, runs: int = 3) -> None:
+def main(trials: int, runs: int = 3, batch: int = 10) -> None:
     import contextlib
     import io
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         make_suite(tmp / "one", 1)
-        make_suite(tmp / "ten", 10)
+        make_suite(tmp / "batch", batch)
         make_suite(tmp / "many", trials)
         quiet = contextlib.redirect_stdout(io.StringIO())
         instant_proc, instant = serve_in_subprocess("solvers:policy")  # a real endpoint is another process
         with quiet:
             if True:
                 cell(instant, tmp / "one", tmp / "s0", "executor=inline")  # warm-up: imports
-                # One trial at a time, 10 per run, so the run's fixed costs (browser launch) are spread out.
+                # One trial at a time, `batch` per run, so the run's fixed costs (browser launch) are spread out.
                 seq = ["executor=inline", "executor.max_concurrency=1"]
-                solve_only = [cell(instant, tmp / "ten", tmp / f"a{i}", *seq, "stages.evaluate=false") / 10
+                solve_only = [cell(instant, tmp / "batch", tmp / f"a{i}", *seq, "stages.evaluate=false") / batch
                               for i in range(runs)]  # fmt: skip
-                whole = [cell(instant, tmp / "ten", tmp / f"b{i}", *seq) / 10 for i in range(runs)]
+                whole = [cell(instant, tmp / "batch", tmp / f"b{i}", *seq) / batch for i in range(runs)]
         print(f"framework overhead per trial (trivial task, instant model, 2 calls, one at a time): "
               f"solve {statistics.median(solve_only) * 1000:.0f} ms, "
-              f"solve + evaluate {statistics.median(whole) * 1000:.0f} ms (medians of {runs} runs of 10)")  # fmt: skip
+              f"solve + evaluate {statistics.median(whole) * 1000:.0f} ms "
+              f"(medians of {runs} runs of {batch})")  # fmt: skip
 
         instant_proc.kill()
         ideal = trials * CALLS_PER_TRIAL * 0.2 / 64
@@ -140,6 +141,7 @@ def main(trials: int, runs: int = 3) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--trials", type=int, default=200)
-    parser.add_argument("--runs", type=int, default=3, help="runs of 10 sequential trials for the overhead")
+    parser.add_argument("--runs", type=int, default=3, help="runs of --batch sequential trials for the overhead")
+    parser.add_argument("--batch", type=int, default=10, help="sequential trials per overhead run")
     args = parser.parse_args()
-    main(args.trials, args.runs)
+    main(args.trials, args.runs, args.batch)

@@ -49,10 +49,20 @@ class LoopThread:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``make test``'s two workers, every test that uses the Docker Engine runs on one of them: the
-    session fixture starts the engine once and stops it at the end (two would race for its socket)."""
+    session fixture starts the engine once and stops it at the end (two would race for its socket). The tests
+    of a module that share a module-scoped fixture run on one worker too, so the fixture is built once (split
+    over two workers, the report's three runs were built twice: 70 s)."""
     for item in items:
         if {"docker_engine", "busybox_image", "node_image"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("docker"))
+        elif _uses_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d[-1].scope == "module" for d in defs if d)
 
 
 @pytest.fixture(scope="session")
@@ -217,9 +227,3 @@ def gate_in(folder: Path, *overrides: str) -> tuple[int, str, Path]:
     finally:
         os.chdir(cwd)
     return code, out.getvalue(), next(folder.glob("outputs/validate/*"))
-
-
-@pytest.fixture(scope="session")
-def idle_gate(tmp_path_factory) -> tuple[int, str, Path]:
-    """The gate on the whole bundled suite, once per session (the load test compares against it)."""
-    return gate_in(tmp_path_factory.mktemp("idle-gate"))

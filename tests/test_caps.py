@@ -57,7 +57,9 @@ def test_the_cost_cap_stops_the_solve(tmp_path, harness, api):
 @pytest.mark.parametrize(("harness", "api"), HARNESSES)
 def test_the_time_cap_stops_the_solve(tmp_path, harness, api):
     """Each reply takes longer than the whole wall-time cap: the solve ends with ``time_cap`` after at most one
-    call (Claude Code's process may be stopped before its first call is answered)."""
+    call, and the call the cap cut short is counted where the server saw it. Whether that call was made at all
+    depends on how fast the harness starts (on a loaded machine the cap can pass first), so both are allowed;
+    Claude Code's process may be stopped before its first call is answered, and then its turn is not counted."""
     with ScriptedModelServer(busy(delay_s=3.0)) as server:
         tables = run_cell(tmp_path, server, f"harness={harness}", "regime.max_wall_s=2", "regime.max_turns=10",
                           "stages.evaluate=false", api=api)  # fmt: skip
@@ -66,7 +68,7 @@ def test_the_time_cap_stops_the_solve(tmp_path, harness, api):
     assert row["exit_status"] == "time_cap", (row["exit_status"], row["exit_message"])
     assert served <= 1 and row["turns"] <= 1
     if harness != "claude_code":
-        assert row["turns"] == 1 == served
+        assert row["turns"] == served
     summary = tables["summary"].filter(pl.col("track") == "ALL").row(0, named=True)
     assert summary["capped"] == 1
 

@@ -59,12 +59,14 @@ def test_sweep_runs_two_cells_on_an_existing_ray_cluster(tmp_path, ray_instance)
         "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
         "CODESIGN_STORE": str(tmp_path / "store"),
     }
-    # attribution is tested on its own; here it would only add two gate evaluations per task
+    # attribution is tested on its own; here it would only add two gate evaluations per task. Two tasks of the
+    # sample (one per track) show the sweep on the cluster; the default run above grades all five.
     proc = cli(
         "-m",
         "model=oracle,noop",
         "tracker=none",
         "attribution.below=null",
+        "tasks.include=[me-bakery-header-mockup,re-docs-rename-release]",
         f"hydra.sweep.dir={tmp_path / 'sweep'}",
         env=env,
     )

@@ -7,15 +7,14 @@ import pytest
 
 from codesign import stats, validate
 from codesign.tasks.loader import load_suite
-from tests.conftest import SUITE
+from tests.conftest import SUITE, gate_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GOOD = "me-bakery-header-mockup"
 
 
-@pytest.mark.alone  # the idle gate is the load test's reference: computed once, in the run that has the machine
-def test_gate_passes_on_the_whole_bundled_suite(idle_gate):
-    code, out, folder = idle_gate
+def test_gate_passes_on_the_whole_bundled_suite(tmp_path):
+    code, out, folder = gate_in(tmp_path)
     assert code == 0
     n = len(load_suite(SUITE).tasks)
     assert f"{n}/{n} tasks pass the gate" in out

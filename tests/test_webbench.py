@@ -14,10 +14,8 @@ import yaml
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.run import evaluate_patch
 from codesign.importers import webbench
-from codesign.runner import run
 from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
-from tests.helpers import compose_config
 from tests.test_load import BURN, BURNERS_PER_CORE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -197,15 +195,14 @@ def checkout(root: Path) -> Path:
     return root
 
 
-def verdicts_by_task(tmp_path: Path, root: Path, model: str) -> dict[str, dict[str, dict]]:
-    cfg = compose_config(f"model={model}", "evaluator=probe", "tasks=all", f"tasks.root={root}", "executor=inline",
-                         "tracker=none", f"store.root={tmp_path / 'store'}", "attribution.below=null")  # fmt: skip
-    out = tmp_path / f"run-{model}"
-    out.mkdir()
-    found: dict[str, dict[str, dict]] = {}
-    for r in run(cfg, out)["verdicts"].iter_rows(named=True):
-        found.setdefault(r["task_id"], {})[r["criterion_id"]] = r
-    return found
+def gate_verdicts(folder: Path, which: str) -> dict[str, dict[str, dict]]:
+    """The gate's own evaluation of every task's ``baseline`` (the do-nothing candidate) or ``reference`` (the
+    oracle's patch): the verdicts a run of ``model=noop`` / ``model=oracle`` stores (the same ``evaluate_patch``)."""
+    return {
+        d.name: {v["criterion_id"]: v for v in json.loads((d / which / "verdicts.json").read_text())}
+        for d in sorted(folder.iterdir())
+        if (d / which / "verdicts.json").is_file()
+    }
 
 
 def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_own_specs(tmp_path, capsys):
@@ -220,20 +217,19 @@ def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_ow
     assert json.loads((cards / "app" / "package-lock.json").read_text())["packages"]["node_modules/vite"]["version"]
     package = json.loads((cards / "app" / "package.json").read_text())
     assert "@web-bench/test-util" not in package["devDependencies"] and package["type"] == "module"
-    code, report, _ = gate_in(tmp_path / "gate", f"tasks.root={out}")
-    assert code == 0, report  # the notes board starts empty, as many Web-Bench projects do: told, not failed
-    assert "dom:/@desktop shows nothing a user can see (environment.starts_blank)" in report
-    oracle = verdicts_by_task(tmp_path, out, "oracle")
-    assert {v["verdict"] for t in oracle.values() for v in t.values()} == {"PASS"}
-    assert {t: len(v) for t, v in oracle.items()} == {"wb-notes-task-1": 4, "wb-cards-task-1": 4}
     # The do-nothing candidate fails its task tests on purpose, each by waiting out an expect() twice (the run
     # and the run again at 4×): 1 s instead of Web-Bench's 10 s keeps that from costing minutes.
     for task in ("wb-notes-task-1", "wb-cards-task-1"):
         criteria = yaml.safe_load((out / task / "criteria.yaml").read_text())
         criteria["spec_runner"]["expect_timeout_s"] = 1
         (out / task / "criteria.yaml").write_text(yaml.safe_dump(criteria, sort_keys=False))
-    (tmp_path / "noop").mkdir()
-    noop = verdicts_by_task(tmp_path / "noop", out, "noop")
+    code, report, folder = gate_in(tmp_path / "gate", f"tasks.root={out}")
+    assert code == 0, report  # the notes board starts empty, as many Web-Bench projects do: told, not failed
+    assert "dom:/@desktop shows nothing a user can see (environment.starts_blank)" in report
+    oracle = gate_verdicts(folder, "reference")
+    assert {v["verdict"] for t in oracle.values() for v in t.values()} == {"PASS"}
+    assert {t: len(v) for t, v in oracle.items()} == {"wb-notes-task-1": 4, "wb-cards-task-1": 4}
+    noop = gate_verdicts(folder, "baseline")
     for task, init in (("wb-notes-task-1", "init-board"), ("wb-cards-task-1", "init-deck-heading")):
         assert noop[task][init]["verdict"] == "PASS"  # the init test: a preservation
         changes = [v for k, v in noop[task].items() if k.startswith("task-1-") and not v["preserve"]]
