@@ -46,17 +46,29 @@ class LoopThread:
         self.thread.join(5)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_itemcollected(item: pytest.Item) -> None:
     """Under ``make test``'s two workers, every test that uses the Docker Engine runs on one of them: the
     session fixture starts the engine once and stops it at the end (two would race for its socket). The tests
     of a module that share a module-scoped fixture run on one worker too, so the fixture is built once (split
-    over two workers, the report's three runs were built twice: 70 s)."""
-    for item in items:
-        if {"docker_engine", "busybox_image", "node_image"} & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("docker"))
-        elif _uses_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    over two workers, the report's three runs were built twice: 70 s). Marked as each test is collected: xdist
+    reads the marks in its own ``pytest_collection_modifyitems``, which ran before a ``tryfirst`` one of ours."""
+    if {"docker_engine", "busybox_image", "node_image"} & set(getattr(item, "fixturenames", ())):
+        item.add_marker(pytest.mark.xdist_group("docker"))
+    elif _uses_module_fixture(item):
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A worker whose groups did not apply (xdist marks a grouped test by renaming it ``id@group``; with pytest
+    9.2 the rename is lost) would start the Docker Engine twice and build module fixtures once per worker."""
+    if not getattr(session.config.option, "loadgroup", False):  # set on the workers of `--dist loadgroup`
+        return
+    lost = [i.nodeid for i in session.items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist did not apply the xdist_group of {len(lost)} test(s), e.g. {lost[0]}: "
+            "install the pytest and pytest-xdist that pyproject.toml pins (`make setup-test`)"
+        )
 
 
 def _uses_module_fixture(item: pytest.Item) -> bool:
