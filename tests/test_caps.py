@@ -60,8 +60,10 @@ def test_the_time_cap_stops_the_solve(tmp_path, harness, api):
     call, and the call the cap cut short is counted where the server saw it. Whether that call was made at all
     depends on how fast the harness starts (on a loaded machine the cap can pass first), so both are allowed;
     Claude Code's process may be stopped before its first call is answered, and then its turn is not counted."""
-    with ScriptedModelServer(busy(delay_s=3.0)) as server:
-        tables = run_cell(tmp_path, server, f"harness={harness}", "regime.max_wall_s=2", "regime.max_turns=10",
+    # 8 s: the harness starts and makes its first call well within the cap (2 s was not always enough, on a busy
+    # machine, for mini-swe-agent's imports); the reply comes 2 s after the cap has passed.
+    with ScriptedModelServer(busy(delay_s=10.0)) as server:
+        tables = run_cell(tmp_path, server, f"harness={harness}", "regime.max_wall_s=8", "regime.max_turns=10",
                           "stages.evaluate=false", api=api)  # fmt: skip
         served = server.usage()["calls"]
     row = solved_row(tables)
