@@ -50,8 +50,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     """Under ``make test``'s two workers, every test that uses the Docker Engine runs on one of them: the
     session fixture starts the engine once and stops it at the end (two would race for its socket). The tests
     of a module that share a module-scoped fixture run on one worker too, so the fixture is built once (split
-    over two workers, the report's three runs were built twice: 70 s). Marked as each test is collected: xdist
-    reads the marks in its own ``pytest_collection_modifyitems``, which ran before a ``tryfirst`` one of ours."""
+    over two workers, the report's three runs were built twice: 70 s). Marked as each test is collected, so the
+    marks are there before any ``pytest_collection_modifyitems`` (xdist reads them in its own)."""
     if {"docker_engine", "busybox_image", "node_image"} & set(getattr(item, "fixturenames", ())):
         item.add_marker(pytest.mark.xdist_group("docker"))
     elif _uses_module_fixture(item):
