@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Awaitable
 from typing import Any
 
 from codesign._types import EvidenceItem
@@ -22,17 +24,48 @@ class StepCheckFailed(Exception):
         super().__init__("; ".join(c.detail for c in checks))
 
 
+class PointerBlocked(Exception):
+    """A pointer step that could not be performed because another element covers its target."""
+
+
+# The element at the target's centre when it is not the target itself (nor inside it): what takes the click.
+_COVERING_JS = """e => {
+  const r = e.getBoundingClientRect(), top = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  if (!top || top === e || e.contains(top)) return null;
+  const cls = typeof top.className === 'string' ? top.className.trim().split(/\\s+/).filter(Boolean) : [];
+  return top.tagName.toLowerCase() + (top.id ? '#' + top.id : '') + cls.map(c => '.' + c).join('');
+}"""
+
+
+async def _pointer(element: Any, action: Awaitable[Any]) -> None:
+    """A click, hover or check. When it cannot be performed, what covers the target is read afterwards, so the
+    reason names it however far Playwright's retries got on a loaded machine (its call log may not yet say)."""
+    try:
+        await action
+    except Exception as e:
+        covering = None
+        with contextlib.suppress(Exception):  # only a diagnosis: the step failed either way
+            covering = await element.evaluate(_COVERING_JS, timeout=waiting.ACTION_BOUND_S * 1000)
+        if covering:
+            raise PointerBlocked(f"{describe(e)} | the target is covered by {covering}") from e
+        raise
+
+
 async def perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSession) -> None:
     """One step. A target is looked up once the page has settled (missing: :class:`TargetMissing` at once);
     an existing one gets up to ``ACTION_BOUND_S`` to become actionable. The page settles after the step."""
     page, t = loaded.page, waiting.ACTION_BOUND_S * 1000
 
+    # Settled by the page load or the step before, and untouched since: the lookup need not settle again.
+    settled, loaded.settled = loaded.settled, False  # from here on the step may change the page
+
     async def el(enabled: bool = True, visible: bool = True) -> Any:
-        return await target(page, s.selector, loaded.inflight, visible, enabled)
+        return await target(page, s.selector, loaded.inflight, visible, enabled, settled=settled)
 
     match name:
         case "click":
-            await (await el()).click(timeout=t)
+            element = await el()
+            await _pointer(element, element.click(timeout=t))
         case "fill":
             await (await el()).fill(s.value, timeout=t)
         case "press":
@@ -40,9 +73,11 @@ async def perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSessio
         case "select":
             await (await el()).select_option(s.value, timeout=t)
         case "hover":
-            await (await el(enabled=False)).hover(timeout=t)
+            element = await el(enabled=False)
+            await _pointer(element, element.hover(timeout=t))
         case "check":
-            await (await el()).check(timeout=t)
+            element = await el()
+            await _pointer(element, element.check(timeout=t))
         case "goto":
             # A real load, as documented: moving to another #fragment of the same document (hash routing) is
             # no navigation for the browser (goto returns no response), so the page is reloaded there.
@@ -86,7 +121,7 @@ async def run_steps(
             await perform(loaded, name, step, session)
         except StepCheckFailed as e:
             error, category = str(e), failure_category(criterion, e.checks)
-        except TargetMissing as e:
+        except (TargetMissing, PointerBlocked) as e:
             error = str(e)
         except (AppUnresponsive, BrowserFailure):
             raise

@@ -102,12 +102,19 @@ async def settle(page: Any, inflight: set[Any] | None = None) -> bool:
 
 
 async def target(
-    page: Any, selector: str, inflight: set[Any] | None = None, visible: bool = True, enabled: bool = False
+    page: Any,
+    selector: str,
+    inflight: set[Any] | None = None,
+    visible: bool = True,
+    enabled: bool = False,
+    settled: bool = False,
 ) -> Any:
     """The first element matching ``selector`` once the page has settled. :class:`TargetMissing` at once if
     there is none, or (as asked) if it is hidden or disabled: on a settled page nothing will change that by
-    itself, so waiting out a bound would only measure the clock."""
-    await settle(page, inflight)
+    itself, so waiting out a bound would only measure the clock. ``settled``: the caller has settled the page
+    and done nothing to it since (settling again would only cost frames)."""
+    if not settled:
+        await settle(page, inflight)
     locator = page.locator(selector)
     if await bounded(locator.count(), page, f"counting {selector!r}") == 0:
         raise TargetMissing(f"no element matches {selector!r} once the page has settled")
