@@ -44,8 +44,9 @@ async def _pointer(element: Any, action: Awaitable[Any]) -> None:
         await action
     except Exception as e:
         covering = None
+        # Bounded like any browser call, not by the action bound (a test shortens that to 1 s).
         with contextlib.suppress(Exception):  # only a diagnosis: the step failed either way
-            covering = await element.evaluate(_COVERING_JS, timeout=waiting.ACTION_BOUND_S * 1000)
+            covering = await element.evaluate(_COVERING_JS, timeout=waiting.CALL_BOUND_S * 1000)
         if covering:
             raise PointerBlocked(f"{describe(e)} | the target is covered by {covering}") from e
         raise
