@@ -4,10 +4,11 @@
 
 The final workspaces of ``calibrate.solvers`` (oracle and noop by default: every change both satisfied
 and not) are graded twice — by the probes and by the LLM evaluator — reusing stored solves, and every
-criterion that carries a probe is compared. Reported per criterion kind and overall: accuracy (exact
-verdict match), Cohen's κ over PASS / PARTIAL / FAIL, and the false-PASS rate (the LLM says PASS where
-the probe does not): the error that inflates scores. Criteria either side could not grade (``UNGRADED``)
-are left out of the comparison and counted.
+criterion that carries a probe is compared. Reported per criterion kind and overall, each with a bootstrap
+95 % interval (codesign.score.agreement): agreement (exact verdict match), Cohen's κ over PASS / PARTIAL /
+FAIL, the false-PASS rate (the LLM says PASS where the probe does not: the error that inflates scores) and
+the false-FAIL rate; the judge before its verifier is a rater of its own when the verifier changed any
+verdict. Criteria either side could not grade (``UNGRADED``) are left out of the comparison and counted.
 """
 
 from __future__ import annotations
@@ -20,40 +21,9 @@ import polars as pl
 
 from codesign.config import compose_cli
 from codesign.errors import ConfigError
+from codesign.score.agreement import pairs as agreement_pairs
+from codesign.score.agreement import ratings
 from codesign.score.metrics import whole_tables
-
-LABELS = ("PASS", "PARTIAL", "FAIL")
-
-
-def cohen_kappa(a: list[str], b: list[str]) -> float | None:
-    """Cohen's κ of two raters over the same items; None when it is undefined (one label only)."""
-    n = len(a)
-    if n == 0:
-        return None
-    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    expected = sum((a.count(label) / n) * (b.count(label) / n) for label in LABELS)
-    return None if expected == 1 else (observed - expected) / (1 - expected)
-
-
-def agreement(pairs: pl.DataFrame) -> pl.DataFrame:
-    """``pairs`` has columns kind, probe, llm (verdicts). One row per kind plus ``all``."""
-    rows = []
-    groups = [("all", pairs), *((kind, pairs.filter(pl.col("kind") == kind)) for kind in sorted(set(pairs["kind"])))]
-    for kind, g in groups:
-        probe, llm = g["probe"].to_list(), g["llm"].to_list()
-        negatives = [x for p, x in zip(probe, llm, strict=True) if p != "PASS"]
-        rows.append(
-            {
-                "kind": kind,
-                "criteria": g.height,
-                "accuracy": sum(p == x for p, x in zip(probe, llm, strict=True)) / g.height if g.height else None,
-                "kappa": cohen_kappa(probe, llm),
-                "false_pass_rate": sum(x == "PASS" for x in negatives) / len(negatives) if negatives else None,
-                "probe_pass": probe.count("PASS"),
-                "llm_pass": llm.count("PASS"),
-            }
-        )
-    return pl.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +39,6 @@ def main(argv: list[str] | None = None) -> int:
     out = Path("outputs") / "calibrate" / time.strftime("%Y-%m-%d_%H-%M-%S")
     frames = []
     for solver in base.calibrate.solvers:
-        graded = {}
         for evaluator in ("probe", base.evaluator.name):
             cell_dir = out / f"{solver}_{evaluator}"
             cell_dir.mkdir(parents=True, exist_ok=True)
@@ -79,28 +48,25 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 overrides = list(argv)
             cfg = compose_cli([*overrides, f"model={solver}"], default_overrides=["evaluator=llm", "tracker=none"])
-            graded[evaluator] = run(cfg, cell_dir)["verdicts"]
-        probe = graded["probe"].filter(pl.col("grader") == "probe")
-        llm = graded[base.evaluator.name].filter(pl.col("grader").is_in(["judge", "verifier"]))
-        frames.append(
-            probe.select("trial_key", "task_id", "criterion_id", "kind", pl.col("verdict").alias("probe"))
-            .join(
-                llm.select("trial_key", "criterion_id", pl.col("verdict").alias("llm")),
-                on=["trial_key", "criterion_id"],
+            graded = run(cfg, cell_dir)["verdicts"]
+            # Only criteria that carry a probe are compared: the rest have no deterministic verdict.
+            frames.append(
+                graded if evaluator == "probe" else graded.filter(pl.col("grader").is_in(["judge", "verifier"]))
             )
-            .with_columns(solver=pl.lit(solver))
-        )
-    pairs = pl.concat(frames)
-    ungraded = pairs.filter((pl.col("probe") == "UNGRADED") | (pl.col("llm") == "UNGRADED"))
-    pairs = pairs.filter((pl.col("probe") != "UNGRADED") & (pl.col("llm") != "UNGRADED"))  # no verdict to compare
-    table = agreement(pairs)
-    pairs.write_parquet(out / "pairs.parquet")
+    rated = ratings(pl.concat(frames, how="diagonal_relaxed"))
+    probed = rated.filter(pl.col("rater") == "deterministic").select("trial_key", "criterion_id")
+    rated = rated.join(probed, on=["trial_key", "criterion_id"], how="semi")
+    table = agreement_pairs(rated)
+    rated.write_parquet(out / "ratings.parquet")
     table.write_parquet(out / "agreement.parquet")
+    overall = table.filter(pl.col("kind") == "all").to_dicts()
+    compared = max((r["items"] for r in overall), default=0)
     with whole_tables(float_precision=3):
-        print(f"{base.evaluator.name} vs probes on {pairs.height} criteria ({', '.join(base.calibrate.solvers)}):")
-        print(table)
-    if ungraded.height:
-        print(f"left out: {ungraded.height} criteria a grader could not grade (see the runs' ledger.parquet)")
+        print(f"{base.evaluator.name} vs probes on {compared} criteria ({', '.join(base.calibrate.solvers)}):")
+        print(table.drop("human_pair"))
+    left_out = max((r["left_out"] for r in overall), default=0)
+    if left_out:
+        print(f"left out: {left_out} criteria a grader could not grade (see the runs' ledger.parquet)")
     print(f"report: {out / 'agreement.parquet'}")
     return 0
 

@@ -90,7 +90,8 @@ def test_the_report_combines_dedupes_and_matches_hand_computed_numbers(three_run
     agreement = pl.read_parquet(out.parent / "agreement.parquet").row(0, named=True)
     llm_verdicts = pl.read_parquet(root / "c" / "verdicts.parquet")
     pairs = noop_probe.join(llm_verdicts, on="criterion_id", suffix="_llm")
-    assert agreement["criteria"] == len(KINDS)
+    assert (agreement["reference"], agreement["rater"], agreement["kind"]) == ("deterministic", "llm", "all")
+    assert agreement["items"] == len(KINDS)
     assert agreement["agreement"] == pytest.approx((pairs["verdict"] == pairs["verdict_llm"]).mean())
 
 

@@ -33,8 +33,9 @@ class Report:
     rho: pl.DataFrame
     attribution: pl.DataFrame
     adjusted: pl.DataFrame
-    agreement: pl.DataFrame
+    agreement: pl.DataFrame  # every pair of raters, by kind, with intervals (codesign.score.agreement)
     denominators: pl.DataFrame
+    alpha: pl.DataFrame  # Krippendorff's α over every rater of an item, by kind
     figures: dict[str, list[tuple[str, bytes]]] = field(default_factory=dict)
 
     def frames(self) -> dict[str, pl.DataFrame]:
@@ -46,8 +47,21 @@ class Report:
             "attribution": self.attribution,
             "adjusted": self.adjusted,
             "agreement": self.agreement,
+            "alpha": self.alpha,
             "denominators": self.denominators,
         }
+
+    def agreement_view(self) -> pl.DataFrame:
+        """The pairs as one reads them: each rate with its interval in one column."""
+        return tables.with_intervals(self.agreement.drop("human_pair"), AGREEMENT_MEASURES)
+
+    def alpha_view(self) -> pl.DataFrame:
+        return tables.with_intervals(self.alpha, {"alpha": "α [95 % ci]"})
+
+
+AGREEMENT_TITLE = "Agreement between graders and people (pairs; rates against the reference; 95 % bootstrap ci)"
+AGREEMENT_MEASURES = {"agreement": "agreement [95 % ci]", "kappa": "κ", "false_pass": "false PASS",
+                      "false_fail": "false FAIL"}  # fmt: skip
 
 
 def build_report(collection: Collection, draw: bool = True) -> Report:
@@ -55,6 +69,7 @@ def build_report(collection: Collection, draw: bool = True) -> Report:
     main = tables.main_table(tasks)
     side, rho = tables.sensitivity(main)
     breakdowns = tables.breakdowns(tasks)
+    pairs, alpha = tables.agreement(collection.verdicts, collection.labels)
     report = Report(
         collection,
         main,
@@ -63,8 +78,9 @@ def build_report(collection: Collection, draw: bool = True) -> Report:
         rho,
         tables.attribution(tasks),
         tables.adjusted(tasks, main),
-        tables.agreement(collection.verdicts),
+        pairs,
         tables.denominators(tasks, collection.verdicts),
+        alpha,
     )
     if draw:
         report.figures = _figures(report)
@@ -143,7 +159,9 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
             rho=html_table(report.rho),
             attribution=html_table(report.attribution),
             adjusted=html_table(report.adjusted),
-            agreement=html_table(report.agreement) if report.agreement.height else "",
+            agreement=html_table(report.agreement_view()) if report.agreement.height else "",
+            alpha=html_table(report.alpha_view()) if report.alpha.height else "",
+            labels=report.collection.labels.height,
             figures={k: [(n, data_uri(p)) for n, p in v] for k, v in report.figures.items()},
             trials=trials,
         )
@@ -172,7 +190,9 @@ def markdown(report: Report) -> str:
         parts += [("Sensitivity", report.sensitivity), ("Rank stability (Spearman ρ)", report.rho)]
     parts += [("Failure attribution", report.attribution), ("Environment-adjusted", report.adjusted)]
     if report.agreement.height:
-        parts.append(("Judge-vs-judge agreement", report.agreement))
+        parts.append((AGREEMENT_TITLE, report.agreement_view()))
+    if report.alpha.height:
+        parts.append(("Krippendorff's α (ordinal) over every rater of a criterion", report.alpha_view()))
     text = []
     for title, frame in parts:
         text.append(f"### {title}\n\n{_markdown_table(frame)}")

@@ -14,6 +14,8 @@ import polars as pl
 import yaml
 
 from codesign.errors import ConfigError
+from codesign.score import labels as stored_labels
+from codesign.score.labels import SCHEMA as LABEL_SCHEMA
 from codesign.score.metrics import CELL, task_frame
 
 TRIAL = [*CELL, "seed", "task_id"]
@@ -51,6 +53,11 @@ class Collection:
     verdicts: pl.DataFrame  # the kept trials' verdicts
     duplicates: int = 0  # trial rows dropped because another run had the same trial
     used: list[Run] = field(default_factory=list)  # the runs at least one kept trial came from
+    labels: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=LABEL_SCHEMA))  # people's verdicts
+
+    def __post_init__(self) -> None:
+        if self.labels.height and self.tasks.height:  # only labels on the kept trials' solves count
+            self.labels = self.labels.join(self.tasks.select("trial_key").unique(), on="trial_key", how="semi")
 
 
 def find_runs(paths: list[Path]) -> list[Run]:
@@ -103,8 +110,21 @@ def collect(runs: list[Run]) -> Collection:
     verdicts = pl.concat(verdict_frames, how="diagonal_relaxed") if verdict_frames else pl.DataFrame()
     if verdicts.height:
         verdicts = verdicts.join(kept.select([*TRIAL, "run"]), on=[*TRIAL, "run"], how="semi")
-    used_names = set(kept["run"])
-    return Collection(runs, kept, verdicts, every.height - kept.height, [r for r in runs if r.name in used_names])
+    used = [r for r in runs if r.name in set(kept["run"])]
+    return Collection(runs, kept, verdicts, every.height - kept.height, used, labels_of(used))
+
+
+def labels_of(runs: list[Run]) -> pl.DataFrame:
+    """The labels in the stores the runs used (each store read once; a store that is gone has none)."""
+    from codesign.store import Store, is_remote, local_path
+
+    stores = dict.fromkeys(r.store for r in runs if r.store)
+    frames = [
+        stored_labels.load(Store(uri))
+        for uri in stores
+        if uri and (is_remote(uri) or (local_path(uri) / "labels").is_dir())
+    ]
+    return pl.concat(frames).unique() if frames else pl.DataFrame(schema=LABEL_SCHEMA)
 
 
 def from_store(uri: str) -> Collection:
@@ -159,7 +179,7 @@ def from_store(uri: str) -> Collection:
     run = Run(Path(uri) if not store.remote else Path(uri.replace("://", "/")), 0.0)
     tasks = task_frame(records).with_columns(run=pl.lit(run.name))
     verdicts = verdict_frame(records).with_columns(run=pl.lit(run.name))
-    return Collection([run], tasks, verdicts, 0, [run])
+    return Collection([run], tasks, verdicts, 0, [run], stored_labels.load(store))
 
 
 def keep_only(collection: Collection, filters: list[str]) -> Collection:
@@ -179,7 +199,7 @@ def keep_only(collection: Collection, filters: list[str]) -> Collection:
     if verdicts.height:
         verdicts = verdicts.join(tasks.select([*TRIAL, "run"]), on=[*TRIAL, "run"], how="semi")
     used = [r for r in collection.runs if r.name in set(tasks["run"])]
-    return Collection(collection.runs, tasks, verdicts, collection.duplicates, used)
+    return Collection(collection.runs, tasks, verdicts, collection.duplicates, used, collection.labels)
 
 
 def merge(collections: list[Collection]) -> Collection:
@@ -194,4 +214,5 @@ def merge(collections: list[Collection]) -> Collection:
     if verdicts.height:
         verdicts = verdicts.join(kept.select([*TRIAL, "run"]), on=[*TRIAL, "run"], how="semi")
     dropped = sum(c.duplicates for c in collections) + tasks.height - kept.height
-    return Collection(runs, kept, verdicts, dropped, [r for r in runs if r.name in set(kept["run"])])
+    labels = pl.concat([c.labels for c in collections]).unique()
+    return Collection(runs, kept, verdicts, dropped, [r for r in runs if r.name in set(kept["run"])], labels)

@@ -9,7 +9,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from codesign.report.build import Report, nonempty_buckets
+from codesign.report.build import AGREEMENT_TITLE, Report, nonempty_buckets
 from codesign.score.metrics import CELL
 
 # trials: scored of planned (the denominators table says why the rest were not scored).
@@ -56,7 +56,9 @@ def _sections(report: Report) -> dict[str, pl.DataFrame]:
         frames |= {"Sensitivity": report.sensitivity, "Rank stability (Spearman ρ)": report.rho}
     frames |= {"Failure attribution": report.attribution, "Environment-adjusted": report.adjusted}
     if report.agreement.height:
-        frames["Judge-vs-judge agreement"] = report.agreement
+        frames[AGREEMENT_TITLE] = report.agreement_view().filter(pl.col("kind") == "all")  # by kind: report.md
+    if report.alpha.height:
+        frames["Krippendorff's α (ordinal) over every rater of a criterion"] = report.alpha_view()
     return frames
 
 

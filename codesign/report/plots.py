@@ -125,13 +125,17 @@ def agreement_bars(agreement: pl.DataFrame) -> bytes | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if agreement.is_empty():
+    overall = agreement.filter((pl.col("kind") == "all") & pl.col("agreement").is_not_null())
+    if overall.is_empty():
         return None
-    labels = [f"{r['a']} vs {r['b']}" for r in agreement.iter_rows(named=True)]
+    labels = [f"{r['rater']} vs {r['reference']}" for r in overall.iter_rows(named=True)]
+    value = overall["agreement"].to_numpy()
+    low, high = overall["agreement_lo"].fill_null(strategy="zero").to_numpy(), overall["agreement_hi"].to_numpy()
+    errors = [value - low.clip(max=value), (high - value).clip(min=0)]
     fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(labels) + 2), 3.2))
-    ax.bar(labels, agreement["agreement"].to_list(), color=_COLORS[0])
+    ax.bar(labels, value, yerr=errors, capsize=4, color=_COLORS[0])
     ax.set_ylim(0, 1.05)
-    ax.set_ylabel("identical verdicts")
-    ax.set_title("Judge-vs-judge agreement on the same solves and criteria")
+    ax.set_ylabel("identical verdicts (95 % ci)")
+    ax.set_title("Agreement on the same solves and criteria")
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right")
     return _png(fig)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from itertools import combinations
-
 import polars as pl
 
 from codesign._types import TOOL_KINDS
+from codesign.score.agreement import alpha as agreement_alpha
+from codesign.score.agreement import pairs as agreement_pairs
+from codesign.score.agreement import ratings
 from codesign.score.ledger import criteria_of, denominators_frame
 from codesign.score.metrics import CELL, NOT_THE_SOLVER, adjusted_frame, breakdown_frame, summary_frame
 from codesign.score.ranking import FACTORS, rank_stability
@@ -112,21 +113,23 @@ def adjusted(tasks: pl.DataFrame, main: pl.DataFrame) -> pl.DataFrame:
     return _by_track(joined)
 
 
-def agreement(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """Judge-vs-judge agreement: for every pair of evaluators that graded the same trials (same solve, same
-    criterion), the share of identical verdicts and how many were compared."""
-    schema = {"a": pl.String, "b": pl.String, "criteria": pl.Int64, "agreement": pl.Float64}
-    if verdicts.is_empty():
-        return pl.DataFrame(schema=schema)
-    keyed = verdicts.select("evaluator", "trial_key", "criterion_id", "verdict").unique(
-        subset=["evaluator", "trial_key", "criterion_id"]
-    )
-    rows = []
-    for a, b in combinations(sorted(set(keyed["evaluator"])), 2):
-        pair = keyed.filter(pl.col("evaluator") == a).join(
-            keyed.filter(pl.col("evaluator") == b), on=["trial_key", "criterion_id"], suffix="_b"
+def agreement(verdicts: pl.DataFrame, labels: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every pair of raters (deterministic graders, each LLM evaluator and its judge before the verifier, each
+    person) on the same solves' criteria, and Krippendorff's α over all of them (codesign.score.agreement)."""
+    rated = ratings(verdicts, labels)
+    return agreement_pairs(rated), agreement_alpha(rated)
+
+
+def with_intervals(frame: pl.DataFrame, measures: dict[str, str]) -> pl.DataFrame:
+    """``measure`` and its ``_lo``/``_hi`` columns as one text column ``0.67 [0.42, 0.92]`` (for reading)."""
+    shown = []
+    for column, title in measures.items():
+        shown.append(
+            pl.when(pl.col(column).is_null())
+            .then(pl.lit(None, pl.String))
+            .otherwise(
+                pl.format("{} [{}, {}]", *(pl.col(f"{column}{s}").round(2).cast(pl.String) for s in ("", "_lo", "_hi")))
+            )
+            .alias(title)
         )
-        if pair.height:
-            same = pair.select((pl.col("verdict") == pl.col("verdict_b")).mean()).item()
-            rows.append({"a": a, "b": b, "criteria": pair.height, "agreement": float(same)})
-    return pl.DataFrame(rows, schema=schema)
+    return frame.select(*(c for c in frame.columns if not c.startswith(tuple(measures))), *shown)
