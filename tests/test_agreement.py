@@ -20,21 +20,59 @@ def verdict_rows() -> pl.DataFrame:
     rows = []
     for i, (probe, judged, kind) in enumerate(zip(PROBE, JUDGE_FINAL, KINDS, strict=True), start=1):
         c = f"c{i}"
-        rows.append({"evaluator": "probe", "trial_key": "t1", "criterion_id": c, "kind": kind, "grader": "probe",
-                     "verdict": probe, "original_verdict": None})  # fmt: skip
+        rows.append(
+            {
+                "evaluator": "probe",
+                "trial_key": "t1",
+                "criterion_id": c,
+                "kind": kind,
+                "grader": "probe",
+                "verdict": probe,
+                "original_verdict": None,
+            }
+        )
         grader = "verifier" if c in JUDGE_BEFORE else "judge"
-        rows.append({"evaluator": "judge_a", "trial_key": "t1", "criterion_id": c, "kind": kind, "grader": grader,
-                     "verdict": judged, "original_verdict": JUDGE_BEFORE.get(c)})  # fmt: skip
+        rows.append(
+            {
+                "evaluator": "judge_a",
+                "trial_key": "t1",
+                "criterion_id": c,
+                "kind": kind,
+                "grader": grader,
+                "verdict": judged,
+                "original_verdict": JUDGE_BEFORE.get(c),
+            }
+        )
     # A criterion nobody could grade a verdict for, and a solve nobody else rated: neither is compared.
-    rows.append({"evaluator": "judge_a", "trial_key": "t1", "criterion_id": "c11", "kind": "content",
-                 "grader": "none", "verdict": "FAIL", "original_verdict": None})  # fmt: skip
+    rows.append(
+        {
+            "evaluator": "judge_a",
+            "trial_key": "t1",
+            "criterion_id": "c11",
+            "kind": "content",
+            "grader": "none",
+            "verdict": "FAIL",
+            "original_verdict": None,
+        }
+    )
     return pl.DataFrame(rows)
 
 
 def label_rows(reviewer: str, verdicts: list[str]) -> pl.DataFrame:
     return pl.DataFrame(
-        [{"trial_key": "t1", "eval_key": "e1", "task_id": "x", "criterion_id": f"c{i}", "reviewer": reviewer,
-          "verdict": v, "note": "", "at": ""} for i, v in enumerate(verdicts, start=1)]  # fmt: skip
+        [
+            {
+                "trial_key": "t1",
+                "eval_key": "e1",
+                "task_id": "x",
+                "criterion_id": f"c{i}",
+                "reviewer": reviewer,
+                "verdict": v,
+                "note": "",
+                "at": "",
+            }
+            for i, v in enumerate(verdicts, start=1)
+        ]
     )
 
 
@@ -93,16 +131,29 @@ def test_two_people_are_a_human_pair_and_alpha_covers_every_rater():
 
 def test_krippendorff_alpha_matches_hand_computed_values():
     def rated(matrix: dict[str, list[str | None]]) -> pl.DataFrame:
-        return pl.DataFrame([{"trial_key": "t", "criterion_id": f"i{i}", "kind": "content", "rater": r, "verdict": v}
-                             for r, vs in matrix.items() for i, v in enumerate(vs) if v is not None])  # fmt: skip
+        return pl.DataFrame(
+            [
+                {"trial_key": "t", "criterion_id": f"i{i}", "kind": "content", "rater": r, "verdict": v}
+                for r, vs in matrix.items()
+                for i, v in enumerate(vs)
+                if v is not None
+            ]
+        )
 
     # Two raters, four items: coincidences FF 2, PP 4, FP 1, PF 1; n = 8 → α = 1 − (2/8) / (2·3·5 / 56) = 8/15.
     two = alpha(rated({"a": ["FAIL", "FAIL", "PASS", "PASS"], "b": ["FAIL", "PASS", "PASS", "PASS"]}))
     assert two.row(0, named=True)["alpha"] == pytest.approx(8 / 15)
     # Three raters with gaps; the item one rater alone judged is left out. PP 3 (3·2 pairs / 2), FF 3, PF 1,
     # FP 1; n = 8 → α = 1 − (2/8) / (2·4·4 / 56) = 0.5625.
-    three = alpha(rated({"a": ["PASS", "PASS", "FAIL", "PASS"], "b": ["PASS", "FAIL", "FAIL", None],
-                         "c": ["PASS", None, "FAIL", None]})).row(0, named=True)  # fmt: skip
+    three = alpha(
+        rated(
+            {
+                "a": ["PASS", "PASS", "FAIL", "PASS"],
+                "b": ["PASS", "FAIL", "FAIL", None],
+                "c": ["PASS", None, "FAIL", None],
+            }
+        )
+    ).row(0, named=True)
     assert three["alpha"] == pytest.approx(0.5625) and three["items"] == 3 and three["raters"] == 3
     assert three["alpha_lo"] <= three["alpha_hi"]
     same = alpha(rated({"a": ["PASS", "PASS"], "b": ["PASS", "PASS"]})).row(0, named=True)
@@ -114,8 +165,15 @@ def test_intervals_are_seeded_and_narrow_with_more_items():
         rows = []
         for i in range(n):
             rows.append({"trial_key": "t", "criterion_id": f"i{i}", "kind": "content", "rater": "a", "verdict": "PASS"})
-            rows.append({"trial_key": "t", "criterion_id": f"i{i}", "kind": "content", "rater": "b",
-                         "verdict": "PASS" if i % 4 else "FAIL"})  # fmt: skip
+            rows.append(
+                {
+                    "trial_key": "t",
+                    "criterion_id": f"i{i}",
+                    "kind": "content",
+                    "rater": "b",
+                    "verdict": "PASS" if i % 4 else "FAIL",
+                }
+            )
         return pl.DataFrame(rows)
 
     small, large = pair(pairs(agreeing(20)), "a", "b"), pair(pairs(agreeing(320)), "a", "b")
@@ -130,7 +188,10 @@ def test_intervals_are_seeded_and_narrow_with_more_items():
 
 def test_kappa_counts_partial_as_a_verdict_of_its_own():
     a, b = ["PASS", "PARTIAL", "PARTIAL", "FAIL"], ["PASS", "PARTIAL", "FAIL", "FAIL"]
-    rows = [{"trial_key": "t", "criterion_id": f"i{i}", "kind": "content", "rater": r, "verdict": v}
-            for r, vs in (("a", a), ("b", b)) for i, v in enumerate(vs)]  # fmt: skip
+    rows = [
+        {"trial_key": "t", "criterion_id": f"i{i}", "kind": "content", "rater": r, "verdict": v}
+        for r, vs in (("a", a), ("b", b))
+        for i, v in enumerate(vs)
+    ]
     # po = 3/4; pe = 1/4·1/4 (PASS) + 2/4·1/4 (PARTIAL) + 1/4·2/4 (FAIL) = 5/16 → κ = (12 − 5) / (16 − 5).
     assert pair(pairs(pl.DataFrame(rows)), "a", "b")["kappa"] == pytest.approx(7 / 11)

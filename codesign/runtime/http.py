@@ -43,8 +43,8 @@ class LoopbackServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
-    def __init__(self, handler: Callable[..., BaseHTTPRequestHandler]):
-        super().__init__(("127.0.0.1", 0), handler)
+    def __init__(self, handler: Callable[..., BaseHTTPRequestHandler], port: int = 0):
+        super().__init__(("127.0.0.1", port), handler)
 
     @property
     def url(self) -> str:

@@ -28,14 +28,22 @@ VERDICT_CODE = {"FAIL": 0, "PARTIAL": 1, "PASS": 2}
 DETERMINISTIC = ("probe", "script", "spec")
 RESAMPLES = 2000  # percentile intervals of 2000 resamples move by < 0.005 between seeds on 100 items
 PAIR_SCHEMA: dict[str, type[pl.DataType]] = {
-    "reference": pl.String, "rater": pl.String, "kind": pl.String, "items": pl.Int64,
+    "reference": pl.String,
+    "rater": pl.String,
+    "kind": pl.String,
+    "items": pl.Int64,
     **{f"{m}{s}": pl.Float64 for m in ("agreement", "kappa", "false_pass", "false_fail") for s in ("", "_lo", "_hi")},
-    "left_out": pl.Int64, "human_pair": pl.Boolean,
-}  # fmt: skip
+    "left_out": pl.Int64,
+    "human_pair": pl.Boolean,
+}
 ALPHA_SCHEMA: dict[str, type[pl.DataType]] = {
-    "kind": pl.String, "raters": pl.Int64, "items": pl.Int64, "alpha": pl.Float64, "alpha_lo": pl.Float64,
+    "kind": pl.String,
+    "raters": pl.Int64,
+    "items": pl.Int64,
+    "alpha": pl.Float64,
+    "alpha_lo": pl.Float64,
     "alpha_hi": pl.Float64,
-}  # fmt: skip
+}
 
 
 def ratings(verdicts: pl.DataFrame, labels: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -43,9 +51,17 @@ def ratings(verdicts: pl.DataFrame, labels: pl.DataFrame | None = None) -> pl.Da
     labelled, ungraded and can't-tell included: the pair tables count and drop them)."""
     parts = []
     if verdicts.height:
-        base = verdicts.select("evaluator", "trial_key", "criterion_id", "kind", "grader", "verdict",
-                               pl.col("original_verdict") if "original_verdict" in verdicts.columns
-                               else pl.lit(None, pl.String).alias("original_verdict"))  # fmt: skip
+        base = verdicts.select(
+            "evaluator",
+            "trial_key",
+            "criterion_id",
+            "kind",
+            "grader",
+            "verdict",
+            pl.col("original_verdict")
+            if "original_verdict" in verdicts.columns
+            else pl.lit(None, pl.String).alias("original_verdict"),
+        )
         deterministic = base.filter(pl.col("grader").is_in(DETERMINISTIC)).with_columns(rater=pl.lit("deterministic"))
         llm = base.filter(~pl.col("grader").is_in(DETERMINISTIC) & (pl.col("grader") != "none"))
         final = llm.with_columns(rater=pl.col("evaluator"))
@@ -95,8 +111,12 @@ def _pair_stats(ref: np.ndarray, other: np.ndarray, rng: np.random.Generator) ->
         false_pass = ((b == VERDICT_CODE["PASS"]) & not_pass).sum(axis=1) / not_pass.sum(axis=1)
         false_fail = ((b == VERDICT_CODE["FAIL"]) & passed).sum(axis=1) / passed.sum(axis=1)
     out: dict[str, float | None] = {}
-    for name, values in (("agreement", observed), ("kappa", kappa), ("false_pass", false_pass),
-                         ("false_fail", false_fail)):  # fmt: skip
+    for name, values in (
+        ("agreement", observed),
+        ("kappa", kappa),
+        ("false_pass", false_pass),
+        ("false_fail", false_fail),
+    ):
         out[name] = float(values[0]) if np.isfinite(values[0]) else None
         out[f"{name}_lo"], out[f"{name}_hi"] = _interval(values[1:]) if out[name] is not None else (None, None)
     return out
@@ -127,8 +147,14 @@ def pairs(rated: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
             group = valid if kind == "all" else valid.filter(pl.col("kind") == kind)
             total = joined.height if kind == "all" else joined.filter(pl.col("kind") == kind).height
             people = ref.startswith("human:") and other.startswith("human:")
-            row: dict[str, object] = {"reference": ref, "rater": other, "kind": kind, "items": group.height,
-                                      "left_out": total - group.height, "human_pair": people}  # fmt: skip
+            row: dict[str, object] = {
+                "reference": ref,
+                "rater": other,
+                "kind": kind,
+                "items": group.height,
+                "left_out": total - group.height,
+                "human_pair": people,
+            }
             if group.height:
                 row |= _pair_stats(_codes(group["verdict"]), _codes(group["verdict_other"]), rng)
             rows.append(row)
@@ -158,6 +184,14 @@ def alpha(rated: pl.DataFrame, seed: int = 0) -> pl.DataFrame:
                 if len(np.unique(cols[~np.isnan(cols)])) >= 2:
                     samples.append(krippendorff.alpha(reliability_data=cols, level_of_measurement="ordinal"))
             lo, hi = _interval(np.array(samples, dtype=float))
-        rows.append({"kind": kind, "raters": matrix.shape[0], "items": matrix.shape[1], "alpha": value,
-                     "alpha_lo": lo, "alpha_hi": hi})  # fmt: skip
+        rows.append(
+            {
+                "kind": kind,
+                "raters": matrix.shape[0],
+                "items": matrix.shape[1],
+                "alpha": value,
+                "alpha_lo": lo,
+                "alpha_hi": hi,
+            }
+        )
     return pl.DataFrame(rows, schema=ALPHA_SCHEMA)
