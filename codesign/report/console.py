@@ -9,6 +9,7 @@ import polars as pl
 from rich.console import Console
 from rich.table import Table
 
+from codesign.report import tables
 from codesign.report.build import AGREEMENT_TITLE, Report, nonempty_buckets
 from codesign.score.metrics import CELL
 
@@ -56,7 +57,18 @@ def _sections(report: Report) -> dict[str, pl.DataFrame]:
         frames |= {"Sensitivity": report.sensitivity, "Rank stability (Spearman ρ)": report.rho}
     frames |= {"Failure attribution": report.attribution, "Environment-adjusted": report.adjusted}
     if report.agreement.height:
-        frames[AGREEMENT_TITLE] = report.agreement_view().filter(pl.col("kind") == "all")  # by kind: report.md
+        # Overall, one interval: the rest (by kind, every interval) is in report.md and agreement.parquet.
+        overall = report.agreement.filter(pl.col("kind") == "all")
+        frames[AGREEMENT_TITLE] = tables.with_intervals(
+            overall.select("reference", "rater", "items", *(f"agreement{s}" for s in ("", "_lo", "_hi"))),
+            {"agreement": "agreement [95 % ci]"},
+        ).with_columns(
+            overall.select(
+                pl.col("kappa").alias("κ"),
+                pl.col("false_pass").alias("false PASS"),
+                pl.col("false_fail").alias("false FAIL"),
+            )
+        )
     if report.alpha.height:
         frames["Krippendorff's α (ordinal) over every rater of a criterion"] = report.alpha_view()
     return frames

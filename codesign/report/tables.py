@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 
 from codesign._types import TOOL_KINDS
@@ -121,15 +123,18 @@ def agreement(verdicts: pl.DataFrame, labels: pl.DataFrame | None = None) -> tup
 
 
 def with_intervals(frame: pl.DataFrame, measures: dict[str, str]) -> pl.DataFrame:
-    """``measure`` and its ``_lo``/``_hi`` columns as one text column ``0.67 [0.42, 0.92]`` (for reading)."""
-    shown = []
-    for column, title in measures.items():
-        shown.append(
-            pl.when(pl.col(column).is_null())
-            .then(pl.lit(None, pl.String))
-            .otherwise(
-                pl.format("{} [{}, {}]", *(pl.col(f"{column}{s}").round(2).cast(pl.String) for s in ("", "_lo", "_hi")))
-            )
-            .alias(title)
-        )
+    """``measure`` and its ``_lo``/``_hi`` columns as one text column ``0.67 (0.42–0.92)`` (for reading)."""
+
+    def text(row: dict[str, float | None], column: str) -> str | None:
+        value, lo, hi = (row[f"{column}{s}"] for s in ("", "_lo", "_hi"))
+        if value is None:
+            return None
+        return f"{value:.2f}" if lo is None or hi is None else f"{value:.2f} ({lo:.2f}–{hi:.2f})"
+
+    shown = [
+        pl.struct(*(f"{column}{s}" for s in ("", "_lo", "_hi")))
+        .map_elements(functools.partial(text, column=column), return_dtype=pl.String)
+        .alias(title)
+        for column, title in measures.items()
+    ]
     return frame.select(*(c for c in frame.columns if not c.startswith(tuple(measures))), *shown)
