@@ -17,9 +17,9 @@ from codesign.review.transfer import export_labels, import_labels
 from codesign.runner import run
 from codesign.score import labels as stored
 from codesign.store import Store
-from codesign.testing.model_server import Reply, ScriptedModelServer, ServedRequest, ToolCall
+from codesign.testing.model_server import Reply, ScriptedModelServer, ServedRequest
 from tests.helpers import REPO, compose_config
-from tests.test_judge import KEY_ENV, criterion_of, is_verifier, make_task, not_refuted
+from tests.test_judge import KEY_ENV, careful_judge, criterion_of, is_verifier, make_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # What a hostile candidate writes into its app, and a judge quotes back: it must stay text in the review page.
@@ -51,18 +51,10 @@ CRITERIA = """criteria:
 
 
 def hostile_judge(req: ServedRequest) -> Reply:
-    """FAILs the note (quoting the app's text in its reason), PASSes the rest (clicking for the counter)."""
-    if is_verifier(req):
-        return not_refuted()
-    cid = criterion_of(req)
-    if cid == "counter-works":
-        if req.turn == 0:
-            return Reply("Let me try the button.", [ToolCall("click", {"selector": "#plus"})])
-        pressed = {"verdict": "PASS", "reason": "0 became 1", "evidence_ids": ["action:judge:counter-works.1"]}
-        return Reply(json.dumps(pressed))
-    v = "FAIL" if cid == "note-text" else "PASS"
-    reason = f"the note reads {HOSTILE}" if v == "FAIL" else "seen in the screenshot"
-    reply = {"verdict": v, "reason": reason, "failure_category": None if v == "PASS" else "wrong",
+    """FAILs the note, quoting the app's text in its reason; test_judge's careful judge for the rest."""
+    if is_verifier(req) or criterion_of(req) != "note-text":
+        return careful_judge(req)
+    reply = {"verdict": "FAIL", "reason": f"the note reads {HOSTILE}", "failure_category": "wrong",
              "evidence_ids": ["shot:/@desktop", "dom:/@desktop"]}  # fmt: skip
     return Reply(json.dumps(reply))
 
