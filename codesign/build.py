@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import sys
 import tempfile
 import types
 import typing
@@ -17,6 +18,7 @@ from omegaconf import OmegaConf
 from codesign.config import plain_dict
 from codesign.construct import construct
 from codesign.errors import ConfigError
+from codesign.solve.models.family import config_family
 
 
 def behaviour(cfg: Any) -> Any:
@@ -175,6 +177,40 @@ def _check_prices(cfg: Any) -> None:
             )
 
 
+def families(cfg: Any) -> dict[str, str | None]:
+    """The provider family of the solver's model and of the evaluator's judge and verifier (None: unknown or
+    none), as the tables show them (codesign.solve.models.family)."""
+    evaluator = plain_dict(cfg.evaluator) if cfg.get("evaluator") is not None else {}
+    return {
+        "solver_family": config_family(plain_dict(cfg.model)),
+        "judge_family": config_family(evaluator.get("judge")),
+        "verifier_family": config_family(evaluator.get("verifier")),
+    }
+
+
+def check_families(cfg: Any) -> list[str]:
+    """Warnings for a judge or verifier of the solver's family (self-preference); an error instead with
+    ``evaluator.forbid_same_family=true``."""
+    found = families(cfg)
+    solver = found["solver_family"]
+    same = [role for role in ("judge", "verifier") if solver is not None and found[f"{role}_family"] == solver]
+    if not same:
+        return []
+    evaluator = plain_dict(cfg.evaluator)
+    names = ", ".join(f"the {role} {evaluator[role].get('name')!r}" for role in same)
+    message = (
+        f"{names} and the solver {cfg.model.name!r} are both of the {solver} family: "
+        "judges tend to prefer their own family's work"
+    )
+    if evaluator.get("forbid_same_family"):
+        raise ConfigError(
+            message,
+            "choose a judge and verifier of another family (e.g. evaluator.judge=…), set their family if it is "
+            "wrong (evaluator.judge.family=…), or allow it: evaluator.forbid_same_family=false",
+        )
+    return [f"{message} (evaluator.forbid_same_family=true refuses this)"]
+
+
 def preflight(cfg: Any) -> None:
     """Checks that must fail before any trial starts (a missing API key, a missing CLI or engine):
     the model, harness and sandbox classes may define ``check()``; each is built once here and checked."""
@@ -193,6 +229,8 @@ def preflight(cfg: Any) -> None:
     LocalSandbox(scratch, scratch, confine=True).check()
     _validate_run_settings(cfg)
     _check_prices(cfg)
+    for warning in check_families(cfg):
+        print(f"warning: {warning}", file=sys.stderr)
     for group in ("model", "harness", "regime", "sandbox", "evaluator", "tracker", "executor"):
         if cfg.get(group) is not None:
             validate_component(plain_dict(cfg[group]), group)

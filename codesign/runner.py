@@ -17,7 +17,7 @@ from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from codesign._types import TrialRecord, TrialStatus
-from codesign.build import build, preflight
+from codesign.build import build, families, preflight
 from codesign.config import plain_dict
 from codesign.errors import ConfigError, NothingRan
 from codesign.execute import Budget
@@ -93,7 +93,7 @@ def trial_specs(cfg: DictConfig, task_dirs: list[tuple[str, Path]], run_id: str 
             evaluate=bool(cfg.stages.evaluate),
             attribution_below=cfg.attribution.below,
             run_id=run_id,
-            cell={**cell, "seed": str(seed)},
+            cell={**cell, "seed": str(seed), **{k: v for k, v in families(cfg).items() if v}},
         )
         for task_id, path in task_dirs
         for seed in cfg.seeds

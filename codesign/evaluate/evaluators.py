@@ -72,7 +72,7 @@ class LLMEvaluator:
     grades criteria that carry a deterministic probe with the probe instead."""
 
     # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
-    not_in_key = ("name", "concurrency", "timeout_s", "max_retries")
+    not_in_key = ("name", "concurrency", "timeout_s", "max_retries", "forbid_same_family")
 
     judge: dict[str, Any]  # a model config (the same shape as the model group's)
     verifier: dict[str, Any] | None = None  # null: no refutation step
@@ -90,6 +90,7 @@ class LLMEvaluator:
     frames: list[float] = field(default_factory=lambda: [0.5, 1.5])  # timed frames after load (motion)
     audit: bool = True
     timeout_s: Seconds = 3600.0  # a whole evaluation, model calls included
+    forbid_same_family: bool = False  # refuse a judge or verifier of the solver's family (preflight)
     _stats: dict[str, CallStats] = field(default_factory=dict)
     _errors: int = 0
 

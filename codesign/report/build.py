@@ -19,9 +19,10 @@ from codesign.store import is_remote, local_path
 from codesign.track.report import html_table
 
 # The main table's columns, in the order shown (the rest stay in the parquet files).
-MAIN_COLUMNS = [*CELL, "track", "planned", "scored", "tasks", "strict", "strict_lo", "strict_hi", "strict_sd",
-                "graded", "full_pass", "zero_pass", "turns_median", "tool_calls", "input_tokens", "output_tokens",
-                "cost_usd", "solve_s_median", "errors", "grading_errors", "aborted", "capped", "skipped"]  # fmt: skip
+MAIN_COLUMNS = [*CELL, "solver_family", "judge_family", "verifier_family", "track", "planned", "scored", "tasks",
+                "strict", "strict_lo", "strict_hi", "strict_sd", "graded", "full_pass", "zero_pass", "turns_median",
+                "tool_calls", "input_tokens", "output_tokens", "cost_usd", "solve_s_median", "errors",
+                "grading_errors", "aborted", "capped", "skipped"]  # fmt: skip
 
 
 @dataclass

@@ -11,7 +11,7 @@ from codesign.score.agreement import alpha as agreement_alpha
 from codesign.score.agreement import pairs as agreement_pairs
 from codesign.score.agreement import ratings
 from codesign.score.ledger import criteria_of, denominators_frame
-from codesign.score.metrics import CELL, NOT_THE_SOLVER, adjusted_frame, breakdown_frame, summary_frame
+from codesign.score.metrics import CELL, FAMILIES, NOT_THE_SOLVER, adjusted_frame, breakdown_frame, summary_frame
 from codesign.score.ranking import FACTORS, rank_stability
 
 TRACKS = {"ME": 0, "RE": 1, "ALL": 2}
@@ -32,6 +32,7 @@ def main_table(tasks: pl.DataFrame) -> pl.DataFrame:
         .group_by([*CELL, "track"])
         .agg(
             trials=pl.len(),
+            **{f: pl.col(f).drop_nulls().first() for f in FAMILIES if f in tasks.columns},
             turns_median=pl.col("turns").filter(solved).median(),
             tool_calls=pl.col("tool_calls").filter(solved).mean(),
             **{f"tools_{k}": pl.col(f"tools_{k}").filter(solved).mean() for k in TOOL_KINDS},

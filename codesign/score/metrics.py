@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # polars' own name for a column type (a class like pl.String 
     from polars._typing import PolarsDataType
 
 CELL = ["model", "harness", "regime", "evaluator"]
+FAMILIES = ["solver_family", "judge_family", "verifier_family"]  # who made and who judged a cell's work
 # Evaluator effort, per trial (LLM evaluators report it; probes cost nothing).
 EVAL_TELEMETRY = {
     f"{role}_{k}": t
@@ -89,6 +90,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
             **_cell(r),
             "trial_key": r.trial_key,
             "eval_key": r.eval_key,  # with trial_key: the stored evaluation (store/trials/<trial>/evals/<eval>)
+            **{k: r.cell.get(k) for k in FAMILIES},  # provider families (codesign.solve.models.family)
             "task_id": r.task_id,
             "track": r.track,
             "status": r.status,
@@ -148,6 +150,7 @@ def task_frame(records: list[TrialRecord]) -> pl.DataFrame:
                 "seed",
                 "trial_key",
                 "eval_key",
+                *FAMILIES,
                 "task_id",
                 "track",
                 "status",

@@ -104,7 +104,7 @@ def write_report(
         trials.append(
             {
                 "task_id": r.task_id,
-                "cell": " · ".join(f"{k}={v}" for k, v in r.cell.items() if k != "run"),
+                "cell": " · ".join(f"{k}={v}" for k, v in r.cell.items() if k != "run" and not k.endswith("_family")),
                 "headline": f"{n_pass}/{len(verdicts)} PASS" if r.status == "ok" else f"{r.status}: {r.message[:200]}",
                 "verdicts": verdicts,
                 "image": image,

@@ -76,6 +76,7 @@ class LitellmModel:
     # Settings that do not change what it does: left out of content keys (codesign.build.behaviour).
     not_in_key = (
         "name",
+        "family",
         "input_cost_per_mtok",
         "output_cost_per_mtok",
         "cached_input_cost_per_mtok",
@@ -110,6 +111,7 @@ class LitellmModel:
     max_concurrency: Count | None = None  # calls in flight to this endpoint across the whole pool (None: no cap)
     extra: dict[str, Any] = field(default_factory=dict)  # passed to litellm.completion as-is
     cache: CacheMode = "off"  # responses kept in / answered from the store (codesign.solve.models.cache)
+    family: str | None = None  # provider family for the same-family check (None: from ``model``)
     _calls: int = field(default=0, init=False, repr=False)  # calls so far: a cache miss names which one
 
     def check(self) -> None:
