@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Ungraded, Verdict
 from codesign.construct import construct
@@ -91,6 +91,7 @@ class LLMEvaluator:
     audit: bool = True
     timeout_s: Seconds = 3600.0  # a whole evaluation, model calls included
     forbid_same_family: bool = False  # refuse a judge or verifier of the solver's family (preflight)
+    structured: Literal["auto", "json_schema", "off"] = "auto"  # replies by JSON schema (auto: where litellm knows)
     _stats: dict[str, CallStats] = field(default_factory=dict)
     _errors: int = 0
 
@@ -133,6 +134,7 @@ class LLMEvaluator:
                 f"{role}_cost_source": s.cost_source,
                 f"{role}_format_retries": s.format_retries,
                 f"{role}_abandoned_calls": s.abandoned,
+                f"{role}_structured": s.structured,
             }
         for role, cfg in (("judge", self.judge), ("verifier", self.verifier)):
             if cfg:
@@ -146,8 +148,12 @@ class LLMEvaluator:
         assert cfg is not None  # a role is consulted only when it is configured
         schema = JudgeReply if role == "judge" else VerifierReply
         stats = self._stats.setdefault(role, CallStats())
+        model = construct(cfg)
+        # Only a model that can be asked by schema is (a litellm model); "auto" only where litellm says it works.
+        can = hasattr(model, "supports_structured")
+        ask = can and (self.structured == "json_schema" or (self.structured == "auto" and model.supports_structured()))
         return Consultant(
-            construct(cfg),
+            model,
             prompt(self.judge_prompt if role == "judge" else self.verifier_prompt),
             schema,
             stats,
@@ -155,6 +161,7 @@ class LLMEvaluator:
             self.max_format_retries,
             self.max_calls,
             self.criterion_timeout_s,
+            ask,
         )
 
     async def evaluate(self, task: Task, session: EvidenceSession) -> list[CriterionVerdict]:

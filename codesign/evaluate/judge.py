@@ -63,6 +63,7 @@ class CallStats:
     cost_source: str = "none"
     format_retries: int = 0
     abandoned: int = 0  # calls cancelled on the time bound (their prompt's cost is charged, as an estimate)
+    structured: str = "off"  # json_schema: replies asked for by schema; fallback: the provider refused it
 
 
 @dataclass
@@ -101,6 +102,15 @@ def parse_reply(text: str | None, schema: type[BaseModel]) -> BaseModel:
         raise ValueError("; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())) from None
 
 
+def refuses_schema(error: BaseException) -> bool:
+    """A provider's refusal of ``response_format`` (a 400 or litellm's unsupported-parameter error), as
+    opposed to any other failure of the call."""
+    if type(error).__name__ == "UnsupportedParamsError":
+        return True
+    text = str(error).lower()
+    return getattr(error, "status_code", None) == 400 and ("response_format" in text or "json_schema" in text)
+
+
 # Judges' own threads, for a model without a coroutine (``aquery``): never the pool solves hold for their whole
 # run, so a judge's call never queues behind them. Sized for the calls of several evaluations in flight.
 _JUDGE_THREADS = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="codesign-judge")
@@ -123,6 +133,18 @@ class Consultant:
     max_format_retries: int = 2
     max_calls: int = 12  # model calls for one criterion; reaching it leaves the criterion ungraded
     timeout_s: float = 600.0  # working time for one criterion (calls and actions, not queues); likewise
+    structured: bool = False  # ask for the reply by JSON schema (response_format); parsed strictly either way
+
+    def __post_init__(self) -> None:
+        if self.structured:
+            self.stats.structured = "json_schema"
+
+    def response_format(self) -> dict[str, Any] | None:
+        """The reply's JSON schema as litellm's ``response_format``, while the provider accepts it."""
+        if not self.structured:
+            return None
+        schema = {"name": self.schema.__name__, "schema": self.schema.model_json_schema(), "strict": False}
+        return {"type": "json_schema", "json_schema": schema}
 
     async def consult(self, user: dict[str, Any], tools: BrowserTools) -> Consultation:
         messages: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt}, user]
@@ -141,6 +163,14 @@ class Consultant:
                 reply = await self._call(messages, offer, clock)
             except CallTimeout:
                 return Consultation(None, out_of_time, list(tools.ids), transcript)
+            except Exception as e:
+                if not (self.structured and refuses_schema(e)):
+                    raise
+                # The provider does not take a schema: ask again as before, strictly parsed, and say so.
+                self.structured, self.stats.structured = False, "fallback"
+                transcript.append({"structured_refused": str(e)[:500]})
+                asked -= 1
+                continue
             self._account(reply)
             message = {k: v for k, v in reply.message.items() if v is not None}
             messages.append(message)
@@ -183,15 +213,17 @@ class Consultant:
         """One model call within the clock's time: its queues (a thread, an endpoint slot, a back-off) do not
         count. Past the time, the call is cancelled — a coroutine's at once, its endpoint slot given back —
         and what sending it cost is charged (:raises CallTimeout:)."""
+        shape = self.response_format()
+        extra = {"response_format": shape} if shape else {}
         with clock.current():  # queueing code below stops this clock (codesign.runtime.clock)
             if hasattr(self.model, "aquery"):
-                call: asyncio.Future[Any] = asyncio.ensure_future(self.model.aquery(messages, offer))
+                call: asyncio.Future[Any] = asyncio.ensure_future(self.model.aquery(messages, offer, **extra))
             else:  # a model without a coroutine: on the judges' own threads, the clock stopped until one runs it
                 clock.stop()
 
                 def work() -> Any:
                     clock.start()
-                    return self.model.query(messages, offer)
+                    return self.model.query(messages, offer, **extra)
 
                 running = contextvars.copy_context()
                 call = asyncio.get_running_loop().run_in_executor(_JUDGE_THREADS, running.run, work)

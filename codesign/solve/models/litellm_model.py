@@ -66,6 +66,14 @@ def _supports_seed(model: str) -> bool:
         return False
 
 
+def supports_structured(model: str) -> bool:
+    """Whether litellm knows this model to honour ``response_format`` with a JSON schema."""
+    try:
+        return bool(_litellm().supports_response_schema(model=model))
+    except Exception:  # an unknown model or provider: not assumed
+        return False
+
+
 def backoff_delay(first_s: float, cap_s: float, attempt: int) -> float:
     """Exponential backoff with jitter that stays under the cap: half to all of ``min(cap, first · 2^n)``."""
     return min(cap_s, first_s * 2**attempt) * random.uniform(0.5, 1.0)
@@ -241,12 +249,22 @@ class LitellmModel:
         )
         return wait
 
-    def query(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
-        return self._reply(self.complete(messages, **({"tools": tools} if tools else {})))
+    def query(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], response_format: dict[str, Any] | None = None
+    ) -> ModelReply:
+        """One reply; ``response_format`` (a JSON schema) asks the provider for a structured reply."""
+        extra = {"response_format": response_format} if response_format else {}
+        return self._reply(self.complete(messages, **({"tools": tools} if tools else {}), **extra))
 
-    async def aquery(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+    async def aquery(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], response_format: dict[str, Any] | None = None
+    ) -> ModelReply:
         """:meth:`query` as a coroutine (judges and verifiers call this: cancellable, no thread held)."""
-        return self._reply(await self.acomplete(messages, **({"tools": tools} if tools else {})))
+        extra = {"response_format": response_format} if response_format else {}
+        return self._reply(await self.acomplete(messages, **({"tools": tools} if tools else {}), **extra))
+
+    def supports_structured(self) -> bool:
+        return supports_structured(self.model)
 
     def _reply(self, response: Any) -> ModelReply:
         message = response.choices[0].message.model_dump(exclude_none=True)
