@@ -159,6 +159,7 @@ class CriterionVerdict:
     original_verdict: str | None = None  # the judge's verdict when a verifier changed it
     refutation: dict[str, Any] | None = None  # the verifier's trace: refuted, reason, cited evidence
     ungraded: str | None = None  # an Ungraded value: why no grader decided (None: graded)
+    samples: list[str] | None = None  # every judge sample's verdict (evaluator.judge_samples > 1), in order
 
     @property
     def score(self) -> float | None:

@@ -28,8 +28,10 @@ from codesign.score import (
     denominators_frame,
     format_denominators,
     format_errors,
+    format_noise,
     format_summary,
     ledger_frame,
+    noise_frame,
     summary_frame,
     task_frame,
     verdict_frame,
@@ -205,12 +207,15 @@ def _conclude(cell: Cell) -> dict[str, Any]:
         "ledger": ledger,
         "denominators": denominators_frame(tasks, ledger),
     }
+    tables["noise"] = noise_frame(tables["verdicts"])  # empty unless evaluator.judge_samples > 1
     for name, frame in tables.items():
         frame.write_parquet(cell.out_dir / f"{name}.parquet")
     store = Store(store_uri(cell.cfg.store.root))
     write_report(cell.out_dir, tables, records, store, title=f"codesign · {cell.name}")
     print(format_summary(tables["summary"]))
     print(format_denominators(tables["denominators"]))
+    if tables["noise"].height:
+        print(format_noise(tables["noise"]))
     left_out = format_errors(tasks)
     if left_out:
         print("left out of the scores:\n" + left_out, file=sys.stderr)

@@ -91,6 +91,7 @@ class LLMEvaluator:
     audit: bool = True
     timeout_s: Seconds = 3600.0  # a whole evaluation, model calls included
     forbid_same_family: bool = False  # refuse a judge or verifier of the solver's family (preflight)
+    judge_samples: Count = 1  # judge each criterion this many times (seeds seed, seed+1, …): the majority stands
     structured: Literal["auto", "json_schema", "off"] = "auto"  # replies by JSON schema (auto: where litellm knows)
     _stats: dict[str, CallStats] = field(default_factory=dict)
     _errors: int = 0
@@ -143,9 +144,11 @@ class LLMEvaluator:
                 out[f"{role}_seed"] = cfg.get("seed")
         return out
 
-    def _consultant(self, role: str) -> Consultant:
+    def _consultant(self, role: str, sample: int = 0) -> Consultant:
         cfg = self.judge if role == "judge" else self.verifier
         assert cfg is not None  # a role is consulted only when it is configured
+        if sample:  # another sample of the same judge: the next seed (its temperature as configured)
+            cfg = {**cfg, "seed": (cfg.get("seed") or 0) + sample}
         schema = JudgeReply if role == "judge" else VerifierReply
         stats = self._stats.setdefault(role, CallStats())
         model = construct(cfg)
@@ -185,23 +188,46 @@ class LLMEvaluator:
         return verdicts
 
     async def _consult(
-        self, role: str, task: Task, c: Criterion, session: EvidenceSession, extra: str = ""
+        self, role: str, task: Task, c: Criterion, session: EvidenceSession, extra: str = "", sample: int = 0
     ) -> Consultation:
         route = c.probe.route if c.probe else task.manifest.environment.routes[0]
         viewport = c.probe.viewport if c.probe else ("mobile" if c.kind == "responsive" else "desktop")
         if not isinstance(viewport, str):  # a probe's custom size: the judge's tools use the nearest named one
             viewport = "mobile" if viewport.mobile else "desktop"
         boundary = quoting.new_boundary()  # looked up on the module: a test swaps in a constant one
-        tools = BrowserTools(session, f"{role}:{c.id}", route, viewport, self.max_actions, boundary)
+        who = f"{role}:{c.id}" if not sample else f"{role}{sample + 1}:{c.id}"  # each sample's actions its own ids
+        tools = BrowserTools(session, who, route, viewport, self.max_actions, boundary)
         try:
             message = user_message(task, c, select_evidence(c, session), session, boundary, extra)
-            return await self._consultant(role).consult(message, tools)
+            return await self._consultant(role, sample).consult(message, tools)
         finally:
             await tools.close()
 
+    async def _judge_samples(
+        self, task: Task, c: Criterion, session: EvidenceSession
+    ) -> tuple[Consultation, list[str], dict[str, Any]]:
+        """The judge's consultation that stands — with ``judge_samples`` > 1, one of the majority (ties go to
+        the lower verdict: noise never raises a score) — every sample's verdict, and the transcripts."""
+        if self.judge_samples == 1:
+            judged = await self._consult("judge", task, c, session)
+            return judged, [], {"judge": judged.transcript}
+        runs = list(
+            await asyncio.gather(
+                *(self._consult("judge", task, c, session, sample=i) for i in range(self.judge_samples))
+            )
+        )
+        trace = {"judge_samples": [r.transcript for r in runs]}
+        answered = [r for r in runs if r.reply is not None]
+        if len(answered) < len(runs):  # a sample without a verdict: no majority to speak of
+            failed = next(r for r in runs if r.reply is None)
+            error = f"sample {runs.index(failed) + 1} of {len(runs)}: {failed.error}"
+            return Consultation(None, error, failed.actions, failed.transcript), [], trace
+        said = [str(getattr(r.reply, "verdict", "")) for r in answered]
+        majority = max(set(said), key=lambda v: (said.count(v), -_RANK[v]))
+        return answered[said.index(majority)], said, trace
+
     async def _grade(self, task: Task, c: Criterion, session: EvidenceSession) -> CriterionVerdict:
-        judged = await self._consult("judge", task, c, session)
-        trace: dict[str, Any] = {"judge": judged.transcript}
+        judged, samples, trace = await self._judge_samples(task, c, session)
         if judged.reply is None:  # no valid verdict: the judge's failure, never the app's FAIL
             self._errors += 1
             session.write(f"transcripts/{c.id}.json", json.dumps(trace, default=str, indent=1))
@@ -219,6 +245,7 @@ class LLMEvaluator:
             r.reason,
             list(r.evidence_ids),
             None if r.verdict == "PASS" else (r.failure_category or "wrong"),
+            samples=samples or None,
         )
         if self.verifier and r.verdict in ("PASS", "PARTIAL"):
             extra = "## The judge's verdict (to challenge)\n" + json.dumps(

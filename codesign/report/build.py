@@ -15,6 +15,7 @@ from codesign.redact import redact
 from codesign.report import plots, tables
 from codesign.report.collect import Collection
 from codesign.score.metrics import CELL, whole_tables
+from codesign.score.noise import noise_frame
 from codesign.store import is_remote, local_path
 from codesign.track.report import html_table
 
@@ -37,6 +38,7 @@ class Report:
     agreement: pl.DataFrame  # every pair of raters, by kind, with intervals (codesign.score.agreement)
     denominators: pl.DataFrame
     alpha: pl.DataFrame  # Krippendorff's α over every rater of an item, by kind
+    noise: pl.DataFrame  # judges' flip rates where criteria were judged several times (evaluator.judge_samples)
     figures: dict[str, list[tuple[str, bytes]]] = field(default_factory=dict)
 
     def frames(self) -> dict[str, pl.DataFrame]:
@@ -49,6 +51,7 @@ class Report:
             "adjusted": self.adjusted,
             "agreement": self.agreement,
             "alpha": self.alpha,
+            "noise": self.noise,
             "denominators": self.denominators,
         }
 
@@ -60,6 +63,8 @@ class Report:
         return tables.with_intervals(self.alpha, {"alpha": "α [95 % ci]"})
 
 
+NOISE_TITLE = "Judge noise: criteria whose k samples disagree (flip rate, Wilson 95 % ci)"
+NOISE_MEASURES = {"flip_rate": "flip rate [95 % ci]"}
 AGREEMENT_TITLE = "Agreement between graders and people (pairs; rates against the reference; 95 % bootstrap ci)"
 AGREEMENT_MEASURES = {"agreement": "agreement [95 % ci]", "kappa": "κ", "false_pass": "false PASS",
                       "false_fail": "false FAIL"}  # fmt: skip
@@ -82,6 +87,7 @@ def build_report(collection: Collection, draw: bool = True) -> Report:
         pairs,
         tables.denominators(tasks, collection.verdicts),
         alpha,
+        noise_frame(collection.verdicts),
     )
     if draw:
         report.figures = _figures(report)
@@ -163,6 +169,7 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
             agreement=html_table(report.agreement_view()) if report.agreement.height else "",
             alpha=html_table(report.alpha_view()) if report.alpha.height else "",
             labels=report.collection.labels.height,
+            noise=html_table(tables.with_intervals(report.noise, NOISE_MEASURES)) if report.noise.height else "",
             figures={k: [(n, data_uri(p)) for n, p in v] for k, v in report.figures.items()},
             trials=trials,
         )
@@ -194,6 +201,8 @@ def markdown(report: Report) -> str:
         parts.append((AGREEMENT_TITLE, report.agreement_view()))
     if report.alpha.height:
         parts.append(("Krippendorff's α (ordinal) over every rater of a criterion", report.alpha_view()))
+    if report.noise.height:
+        parts.append((NOISE_TITLE, tables.with_intervals(report.noise, NOISE_MEASURES)))
     text = []
     for title, frame in parts:
         text.append(f"### {title}\n\n{_markdown_table(frame)}")

@@ -10,6 +10,7 @@ from codesign.score.metrics import (
     task_frame,
     verdict_frame,
 )
+from codesign.score.noise import format_noise, noise_frame
 
 __all__ = [
     "adjusted_frame",
@@ -17,8 +18,10 @@ __all__ = [
     "denominators_frame",
     "format_denominators",
     "format_errors",
+    "format_noise",
     "format_summary",
     "ledger_frame",
+    "noise_frame",
     "summary_frame",
     "task_frame",
     "verdict_frame",

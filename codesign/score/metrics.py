@@ -72,6 +72,7 @@ def verdict_frame(records: list[TrialRecord]) -> pl.DataFrame:
         "original_verdict": pl.String,
         "refutation": pl.String,  # the verifier's trace as JSON
         "ungraded": pl.String,  # why no grader decided (codesign.Ungraded); null: graded
+        "samples": pl.List(pl.String),  # every judge sample's verdict (evaluator.judge_samples > 1)
         "score": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema)
