@@ -1,14 +1,16 @@
 """Calibrate an LLM evaluator against the deterministic probes:
 
-    python -m codesign.calibrate evaluator=judge_a [tasks=all] [calibrate.solvers=[oracle,noop]]
+    python -m codesign.calibrate evaluator=judge_a [tasks=all] [calibrate.solvers=[oracle,noop,near_misses]]
 
-The final workspaces of ``calibrate.solvers`` (oracle and noop by default: every change both satisfied
-and not) are graded twice — by the probes and by the LLM evaluator — reusing stored solves, and every
-criterion that carries a probe is compared. Reported per criterion kind and overall, each with a bootstrap
-95 % interval (codesign.score.agreement): agreement (exact verdict match), Cohen's κ over PASS / PARTIAL /
-FAIL, the false-PASS rate (the LLM says PASS where the probe does not: the error that inflates scores) and
-the false-FAIL rate; the judge before its verifier is a rater of its own when the verifier changed any
-verdict. Criteria either side could not grade (``UNGRADED``) are left out of the comparison and counted.
+The final workspaces of ``calibrate.solvers`` (by default the oracle and the noop — every change both
+satisfied and not — and every task's near misses, wrong or partial solutions whose verdicts the gate has
+checked: where judges go wrong) are graded twice — by the probes and by the LLM evaluator — reusing
+stored solves, and every criterion that carries a probe is compared. Reported per criterion kind and
+overall, each with a bootstrap 95 % interval (codesign.score.agreement): agreement (exact verdict
+match), Cohen's κ over PASS / PARTIAL / FAIL, the false-PASS rate (the LLM says PASS where the probe
+does not: the error that inflates scores) and the false-FAIL rate; the judge before its verifier is a
+rater of its own when the verifier changed any verdict. Criteria either side could not grade
+(``UNGRADED``) are left out of the comparison and counted.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -24,6 +27,33 @@ from codesign.errors import ConfigError
 from codesign.score.agreement import pairs as agreement_pairs
 from codesign.score.agreement import ratings
 from codesign.score.metrics import whole_tables
+from codesign.tasks.select import select_tasks
+
+
+def _solvers(base: Any) -> list[tuple[str, list[str]]]:
+    """``calibrate.solvers`` as (name, overrides): ``near_misses`` is every near miss of the selected tasks —
+    the k-th of each task that has one (solution/near-misses/, in name order), k = 1, 2, …"""
+    out = []
+    for solver in base.calibrate.solvers:
+        if solver != "near_misses":
+            out.append((solver, [f"model={solver}"]))
+            continue
+        tasks = select_tasks(base.tasks).tasks
+        counts = {t.id: len(t.near_misses()) for t in tasks}
+        for k in range(1, max(counts.values(), default=0) + 1):
+            having = ",".join(sorted(t for t, n in counts.items() if n >= k))
+            out.append(
+                (
+                    f"near_miss_{k}",
+                    [
+                        "model=near_miss_1",
+                        f"model.near_miss={k}",
+                        f"model.name=near_miss_{k}",
+                        f"tasks.include=[{having}]",
+                    ],
+                )
+            )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     out = Path("outputs") / "calibrate" / time.strftime("%Y-%m-%d_%H-%M-%S")
     frames = []
-    for solver in base.calibrate.solvers:
+    for solver, solver_overrides in _solvers(base):
         for evaluator in ("probe", base.evaluator.name):
             cell_dir = out / f"{solver}_{evaluator}"
             cell_dir.mkdir(parents=True, exist_ok=True)
@@ -47,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                 overrides += ["evaluator=probe"]
             else:
                 overrides = list(argv)
-            cfg = compose_cli([*overrides, f"model={solver}"], default_overrides=["evaluator=llm", "tracker=none"])
+            cfg = compose_cli([*overrides, *solver_overrides], default_overrides=["evaluator=llm", "tracker=none"])
             graded = run(cfg, cell_dir)["verdicts"]
             # Only criteria that carry a probe are compared: the rest have no deterministic verdict.
             frames.append(

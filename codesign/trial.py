@@ -27,7 +27,7 @@ from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
 from codesign.solve.models.cache import responses_in
 from codesign.solve.preview import Preview
-from codesign.solve.run import solve_task
+from codesign.solve.run import handed_patch, solve_task
 from codesign.store import EVALUATION_VERSION, Store, content_key, read_json, stage_lock, write_atomic, write_json
 from codesign.tasks.loader import Task, load_task
 
@@ -58,7 +58,9 @@ class TrialSpec:
 
     def trial_key(self, task: Task) -> str:
         """The solve's key: what the solver sees and what changes its behaviour (README, *Keys*)."""
-        return content_key(task.solver_hash, behaviour(self.solve_configs()), self.seed)
+        handed = handed_patch(self.model, task)  # what the oracle (or a near miss) applies decides its solve
+        extra = [hashlib.sha256(handed.encode()).hexdigest()] if handed is not None else []
+        return content_key(task.solver_hash, behaviour(self.solve_configs()), self.seed, *extra)
 
     def eval_key(self, task: Task, patch: str) -> str:
         """The evaluation's key: what it grades (the patch on this app, the criteria, probes and script folders),

@@ -1,7 +1,7 @@
 """The validation gate for task authors: ``python -m codesign.validate [--repeat K] [tasks=all] [overrides]``.
 
 Runs ``codesign.evaluate.gate`` on every selected task — integrity, install/build, launch/render,
-solvability, discrimination — prints a per-task report with warnings (criteria only an LLM can grade;
+solvability, discrimination, near misses — prints a per-task report with warnings (criteria only an LLM can grade;
 with ``--repeat K`` criteria whose verdict on the reference changes over K runs), writes it as parquet,
 and exits non-zero on any failure.
 """

@@ -38,9 +38,9 @@ async def task_gate(task: Task, browser: Browser, node_cache: Path, store: Store
         cached = read_json(folder / "gate.json")
         if cached is not None:
             return cached
-        report = await validate_task(task, browser, node_cache, folder)
+        report = await validate_task(task, browser, node_cache, folder, near_misses=False)
         if report.transient:  # retried once; an undecided gate is used for this trial but never cached
-            report = await validate_task(task, browser, node_cache, folder)
+            report = await validate_task(task, browser, node_cache, folder, near_misses=False)
         gate = {
             "startable": all(report.steps.get(s) == "ok" for s in ("integrity", "install_build", "launch_render")),
             "solvable": report.steps.get("solvability") == "ok",

@@ -7,6 +7,8 @@ Per task, in order (a failed step stops that task's later steps):
                   see: visible text or media, by codesign.runtime.visible — hidden text does not count)
   solvability     the reference solution passes every probed criterion
   discrimination  the unmodified app fails every probed change and passes every probed preservation
+  near misses     each wrong or partial solution (solution/near-misses/<name>.patch) gets exactly the verdicts
+                  its <name>.yaml expects from the deterministic graders (the baseline for calibrating judges)
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codesign._types import CriterionVerdict, Ungraded
+from codesign.errors import TaskError
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.evidence import EvidenceItem, page_text
 from codesign.evaluate.run import evaluate_patch
@@ -25,7 +28,8 @@ from codesign.runtime.browser import Browser
 from codesign.tasks.loader import Task
 from codesign.workspace import PatchError, apply_patch, copy_tree
 
-STEPS = ("integrity", "install_build", "launch_render", "solvability", "discrimination")
+NOT_ASKED = "not checked"  # a step the caller left out (failure attribution skips the near misses)
+STEPS = ("integrity", "install_build", "launch_render", "solvability", "discrimination", "near_misses")
 
 
 @dataclass
@@ -41,7 +45,7 @@ class TaskReport:
 
     @property
     def ok(self) -> bool:
-        return all(self.steps.get(s) == "ok" for s in STEPS)
+        return all(self.steps.get(s) in ("ok", NOT_ASKED) for s in STEPS)
 
     def fail(self, step: str, why: str) -> None:
         self.steps[step] = f"FAIL: {why}"
@@ -89,11 +93,42 @@ def integrity(task: Task) -> str | None:
             return f"solution/solution.patch does not apply: {e}"
     if not task.reference_patch().strip():
         return "solution/solution.patch is empty"
+    try:
+        near_misses = task.near_misses()
+    except TaskError as e:
+        return str(e)
+    for near in near_misses:
+        with tempfile.TemporaryDirectory() as tmp:
+            copy_tree(task.app_dir, Path(tmp))
+            try:
+                apply_patch(Path(tmp), near.patch)
+            except PatchError as e:
+                return f"solution/near-misses/{near.name}.patch does not apply: {e}"
     return None
 
 
-async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir: Path, repeat: int = 1) -> TaskReport:
-    """``repeat`` > 1 grades the reference that many times and warns about criteria whose verdict changes."""
+async def check_near_misses(task: Task, browser: Browser, node_cache: Path, out_dir: Path) -> tuple[list[str], str]:
+    """Each near miss graded by the deterministic graders: the criteria whose verdict is not the one its
+    ``.yaml`` expects, and why a verdict could not be decided (the browser, the clock: the gate is retried)."""
+    wrong, transient = [], ""
+    probed = {c.id for c in task.criteria if c.deterministic}
+    for near in task.near_misses():
+        graded = await evaluate_patch(
+            task, near.patch, ProbeEvaluator(), browser, out_dir / task.id / f"near-miss-{near.name}", node_cache
+        )
+        transient = transient or graded.transient or _undecided(graded.verdicts)
+        for v in graded.verdicts:
+            expected = near.verdicts[v.criterion_id]
+            if v.criterion_id in probed and v.verdict != expected:
+                wrong.append(f"{near.name}: {v.criterion_id} is {v.verdict}, expected {expected} ({v.reason[:200]})")
+    return wrong, transient
+
+
+async def validate_task(
+    task: Task, browser: Browser, node_cache: Path, out_dir: Path, repeat: int = 1, near_misses: bool = True
+) -> TaskReport:
+    """``repeat`` > 1 grades the reference that many times and warns about criteria whose verdict changes;
+    ``near_misses=False`` leaves the near misses out (failure attribution asks only whether the task is sound)."""
     report = TaskReport(task.id, task.track)
     report.warnings += [
         f"{c.id}: no probe, script or spec — only an LLM evaluator can grade it"
@@ -173,8 +208,19 @@ async def validate_task(task: Task, browser: Browser, node_cache: Path, out_dir:
                 wrong.append(f"{v.criterion_id} (change) already {v.verdict} on the baseline")
         if wrong:
             report.fail("discrimination", " | ".join(wrong))
+            return report
+        report.steps["discrimination"] = "ok"
+        if not near_misses:
+            report.steps["near_misses"] = NOT_ASKED
+            return report
+        if not task.near_misses():
+            report.warnings.append("no near misses (solution/near-misses/): calibration sees only the oracle and noop")
+        missed, transient = await check_near_misses(task, browser, node_cache, out_dir)
+        report.transient = report.transient or transient
+        if missed:
+            report.fail("near_misses", " | ".join(missed))
         else:
-            report.steps["discrimination"] = "ok"
+            report.steps["near_misses"] = "ok"
     except Exception as e:  # a gate reports every task; one crash must not hide the others
         step = next((s for s in STEPS if s not in report.steps), STEPS[-1])
         report.fail(step, f"{type(e).__name__}: {e}")

@@ -38,9 +38,19 @@ def build_model(cfg: dict[str, Any], task: Task, seed: int = 0) -> Model:
         cfg = {**cfg, "seed": (cfg.get("seed") or 0) + seed}
     # Only a model that declares it (the oracle) is handed the reference solution. It is passed after
     # instantiation so OmegaConf never tries to resolve ``${...}`` inside the patch text.
-    if cfg.get("uses_reference"):
-        return construct(cfg, reference_patch=task.reference_patch())
+    handed = handed_patch(cfg, task)
+    if handed is not None:
+        return construct(cfg, reference_patch=handed)
     return construct(cfg)
+
+
+def handed_patch(cfg: dict[str, Any], task: Task) -> str | None:
+    """The solution a model that declares ``uses_reference`` is handed: the task's reference, or with
+    ``near_miss: n`` its n-th near miss. Part of the solve's key (editing the patch solves again)."""
+    if not cfg.get("uses_reference"):
+        return None
+    number = int(cfg.get("near_miss") or 0)
+    return task.near_miss(number).patch if number else task.reference_patch()
 
 
 def build_harness(cfg: dict[str, Any]) -> Harness:

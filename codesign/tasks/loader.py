@@ -12,11 +12,25 @@ from pydantic import ValidationError
 
 from codesign._types import TaskView
 from codesign.errors import TaskError
-from codesign.tasks.schema import CriteriaFile, Criterion, SpecRunner, TaskManifest
+from codesign.tasks.schema import CriteriaFile, Criterion, NearMissFile, SpecRunner, TaskManifest
 
 MANIFEST, CRITERIA, APP_DIR, SOLUTION = "task.yaml", "criteria.yaml", "app", "solution/solution.patch"
 # Never part of a task's identity or of a solver's workspace diff.
 GENERATED_DIRS = ("node_modules", "dist", ".vite", "__pycache__", ".git")
+
+
+NEAR_MISSES = "solution/near-misses"
+
+
+@dataclass(frozen=True)
+class NearMiss:
+    """A wrong or partial solution of a task, as a solver would get it wrong, with the verdict every
+    criterion must get (``solution/near-misses/<name>.patch`` and ``<name>.yaml``)."""
+
+    name: str
+    patch: str
+    why: str
+    verdicts: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -78,6 +92,45 @@ class Task:
 
     def reference_patch(self) -> str:
         return self.solution_path.read_text()
+
+    def near_misses(self) -> list[NearMiss]:
+        """The task's near misses in name order, each checked: a patch and its verdicts for exactly the
+        task's criteria (a TaskError naming the file otherwise)."""
+        folder = self.dir / NEAR_MISSES
+        found = sorted({p.stem for p in folder.glob("*.patch")} | {p.stem for p in folder.glob("*.yaml")})
+        ids = [c.id for c in self.criteria]
+        out = []
+        for name in found:
+            patch, expected = folder / f"{name}.patch", folder / f"{name}.yaml"
+            where = f"{NEAR_MISSES}/{name}"
+            if not patch.is_file() or not expected.is_file():
+                missing = patch.name if not patch.is_file() else expected.name
+                raise TaskError(self.id, where, f"{missing} is missing", "a near miss is a .patch and a .yaml")
+            try:
+                parsed = NearMissFile.model_validate(_read_yaml(self.id, expected))
+            except ValidationError as e:
+                raise TaskError(self.id, f"{where}.yaml", _validation_problem(e), "see docs/tasks.md") from None
+            if list(parsed.verdicts) != ids:
+                extra, lacking = set(parsed.verdicts) - set(ids), [i for i in ids if i not in parsed.verdicts]
+                problem = (
+                    f"verdicts must name every criterion of criteria.yaml in its order; missing: "
+                    f"{', '.join(lacking) or 'none'}; unknown: {', '.join(sorted(extra)) or 'none'}"
+                )
+                raise TaskError(self.id, f"{where}.yaml", problem)
+            out.append(NearMiss(name, patch.read_text(), parsed.why, dict(parsed.verdicts)))
+        return out
+
+    def near_miss(self, number: int) -> NearMiss:
+        """The ``number``-th near miss (from 1, in name order)."""
+        found = self.near_misses()
+        if not 1 <= number <= len(found):
+            raise TaskError(
+                self.id,
+                NEAR_MISSES,
+                f"there is no near miss {number} (the task has {len(found)})",
+                f"add solution/near-misses/<name>.patch and .yaml, or use near misses 1–{len(found)}",
+            )
+        return found[number - 1]
 
     def view(self) -> TaskView:
         m = self.manifest

@@ -169,6 +169,15 @@ class Criterion(_Strict):
         return self.probe is not None or self.script is not None or self.spec is not None
 
 
+class NearMissFile(_Strict):
+    """``solution/near-misses/<name>.yaml``: a wrong or partial solution's expected verdicts (its patch is
+    ``<name>.patch`` beside it). The gate checks the deterministic graders give exactly these; calibration
+    compares an LLM judge with them."""
+
+    why: str = Field(min_length=1)  # one line: what the solver got wrong
+    verdicts: dict[str, Literal["PASS", "PARTIAL", "FAIL"]]  # every criterion's expected verdict
+
+
 class CriteriaFile(_Strict):
     criteria: list[Criterion] = Field(min_length=1)
     spec_runner: SpecRunner | None = None  # required when a criterion names a spec test

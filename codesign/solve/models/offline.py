@@ -48,6 +48,7 @@ class OracleModel:
     reference_patch: str
     name: str = "oracle"
     uses_reference: bool = True
+    near_miss: int = 0  # handed the task's n-th near miss (solution/near-misses/) instead of its reference
     _applied: bool = False
     _by_shell: bool = False
 
