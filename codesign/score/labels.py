@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def load(store: Store) -> pl.DataFrame:
             data = json.loads(store.read_bytes(path) or b"")
             rows.append(asdict(Label(**{k: data.get(k, "") for k in COLUMNS}).check(path)))
         except (ValueError, TypeError, ConfigError) as e:
-            print(f"warning: {store.uri}/{path} is not a label, skipped: {e}")
+            print(f"warning: {store.uri}/{path} is not a label, skipped: {e}", file=sys.stderr)
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
