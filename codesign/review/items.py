@@ -8,6 +8,7 @@ to their sizes (at least one from each stratum while N allows), reproducibly fro
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from dataclasses import dataclass, field
@@ -149,6 +150,11 @@ class Evidence:
         if not path or ".." in Path(path).parts or path.startswith("/"):
             return None
         return self.store.read_bytes(f"{self.folder}/{path}")
+
+    @functools.cached_property
+    def loaded_task(self) -> Task | None:
+        """:meth:`task`, loaded once per evaluation (every view of its criteria shows the same task)."""
+        return self.task()
 
     def task(self) -> Task | None:
         """The task as the solver got it, when its folder is on this machine (the request, criteria' text)."""

@@ -9,6 +9,7 @@ rebinding), and a label is recorded only with the page's token (no cross-site fo
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 import threading
@@ -18,7 +19,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import polars as pl
-from jinja2 import Environment, select_autoescape
+from jinja2 import Environment, Template, select_autoescape
 
 from codesign.review.items import FILTERS, Evidence, Query
 from codesign.runtime.http import LoopbackHandler, LoopbackServer
@@ -104,8 +105,7 @@ class ReviewHandler(LoopbackHandler):
 
     def _page(self, template: str, **values: Any) -> None:
         nonce = secrets.token_urlsafe(16)
-        source = resources.files("codesign.review").joinpath(f"templates/{template}").read_text()
-        html = _TEMPLATES.from_string(source).render(nonce=nonce, reviewer=self.review.reviewer, **values)
+        html = _template(template).render(nonce=nonce, reviewer=self.review.reviewer, **values)
         policy = (
             f"default-src 'none'; img-src 'self'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
             "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -182,7 +182,7 @@ class ReviewHandler(LoopbackHandler):
         if row is None:
             return self.send_body(404, "text/plain; charset=utf-8", b"no such item\n")
         evidence = review.evidence(row)
-        task = evidence.task()
+        task = evidence.loaded_task
         criterion = next((c for c in task.criteria if c.id == row["criterion_id"]), None) if task else None
         cited_ids = list(row["evidence_ids"] or [])
         shown = [self._evidence_view(item, evidence, evidence.items[i]) for i in cited_ids if i in evidence.items]
@@ -270,6 +270,12 @@ class ReviewHandler(LoopbackHandler):
             "Cache-Control": "private, max-age=3600",
         }
         self.send_body(200, kind, data, headers)
+
+
+@functools.cache
+def _template(name: str) -> Template:
+    """A page template, read and compiled once per process (not per request)."""
+    return _TEMPLATES.from_string(resources.files("codesign.review").joinpath(f"templates/{name}").read_text())
 
 
 def _quote_id(evidence_id: str) -> str:
