@@ -127,3 +127,14 @@ def test_missing_machinery_skips_except_where_everything_is_required(tmp_path, e
                           capture_output=True, text=True, env={**clean, **env, "PYTHONPATH": str(PACKAGE.parent)},
                           cwd=PACKAGE.parent)  # fmt: skip
     assert f"1 {outcome}" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_the_installed_browser_is_chromiums_headless_shell_not_the_full_browser(monkeypatch):
+    """`make setup` installs Debian's headless shell and codesign drives it even beside a full Chromium: the
+    full browser's headless mode costs ~3× the CPU per page (codesign/programs.py), so a set-up that left it in
+    use would make every evaluation slower without failing anything else."""
+    monkeypatch.delenv("CODESIGN_CHROMIUM", raising=False)
+    if not programs.can_apt():
+        pytest.skip("without root the set-up uses whatever Chromium it finds")
+    assert programs.require("test")  # what `make setup-test` runs
+    assert "chromium-headless-shell" in (programs.find_chromium() or "")

@@ -93,7 +93,7 @@ class Browser:
         except Exception as e:  # Playwright raises its own Error type; keep the message, add the fix
             raise EnvironmentSetupError(
                 f"could not launch Chromium ({path or 'Playwright bundled browser'}): {str(e).splitlines()[0]}",
-                "run `make setup` (installs Debian's chromium or Playwright's browser), "
+                "run `make setup` (installs Debian's chromium-headless-shell or Playwright's browser), "
                 "or set CODESIGN_CHROMIUM to a Chromium binary",
             ) from e
 
