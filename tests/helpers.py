@@ -49,6 +49,22 @@ def host_address() -> str | None:
     return None
 
 
+def caller_pid(peer: tuple[str, int] | None, server_url: str) -> int:
+    """The process whose TCP connection to ``server_url`` has ``peer`` as its local end. Both ends are matched:
+    the kernel may give one ephemeral port to several connections to different servers at once (seen on a
+    fresh machine: another process held ``peer``'s port towards another address)."""
+    from urllib.parse import urlsplit
+
+    import psutil
+
+    url = urlsplit(server_url)
+    server = (url.hostname, url.port)
+    pids = {c.pid for c in psutil.net_connections("tcp") if c.laddr and c.raddr
+            and tuple(c.laddr) == peer and tuple(c.raddr) == server}  # fmt: skip
+    assert len(pids) == 1 and None not in pids, f"the connection {peer} -> {server} belongs to {pids or 'no process'}"
+    return pids.pop()  # type: ignore[return-value]
+
+
 def stream_lines(proc: subprocess.Popen, on_line: Callable[[str], object]) -> tuple[threading.Thread, list[str]]:
     """Read ``proc``'s stdout on a thread as it comes: every line kept, and ``on_line`` told of each."""
     lines: list[str] = []

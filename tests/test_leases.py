@@ -23,7 +23,7 @@ from codesign import leases
 from codesign.solve.models.limits import ACTOR_PREFIX, EndpointSlots, endpoint_key, endpoint_slot, endpoint_slot_async
 from codesign.testing.model_server import Reply, ScriptedModelServer
 from tests.conftest import S3_BUCKET as BUCKET
-from tests.helpers import REPO, stream_lines
+from tests.helpers import REPO, caller_pid, stream_lines
 from tests.test_judge import KEY_ENV, make_task
 
 EDIT = '<edit path="index.html"><search>Come again soon</search><replace>Thanks for visiting</replace></edit>'
@@ -408,7 +408,6 @@ def test_a_worker_killed_mid_call_loses_no_slot_and_no_lock(ray_instance, s3, tm
     slot and its trial's solve lock (in the lock actor and as an object in the bucket), and its second trial
     was waiting for the slot. The grid finishes — every trial exactly once — with one call at a time
     throughout. The lease is an hour long: only the pool's release of the dead worker can free what it held."""
-    import psutil
     import ray
 
     suite = make_task(tmp_path / "suite")
@@ -429,7 +428,7 @@ def test_a_worker_killed_mid_call_loses_no_slot_and_no_lock(ray_instance, s3, tm
         if not killed:
             while parked_waiters() < 3:  # every other trial is waiting for the slot, the caller's second too
                 time.sleep(0.1)
-            caller = next(c.pid for c in psutil.net_connections("tcp") if c.laddr and tuple(c.laddr) == req.peer)
+            caller = caller_pid(req.peer, server.url)
             with guard:
                 tracked["in_flight"] -= 1  # its call ends here: the slot is the pool's to free
             killed.append(caller)

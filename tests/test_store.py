@@ -20,7 +20,7 @@ from codesign.errors import ConfigError
 from codesign.store import Store, is_remote, stage_lock
 from codesign.tasks.archive import pack, unpack
 from tests.conftest import S3_BUCKET
-from tests.helpers import REPO, stream_lines
+from tests.helpers import REPO, caller_pid, stream_lines
 
 SUITE = REPO / "codesign" / "suite"
 
@@ -239,7 +239,6 @@ def test_two_commands_writing_one_s3_store_at_once_solve_each_trial_once(s3, tmp
     the other holds): 4 calls in all, from both processes, 4 whole results in the bucket, and both commands'
     tables agree on them."""
     import polars as pl
-    import psutil
 
     from codesign.testing.model_server import Reply, ScriptedModelServer
     from tests.test_judge import KEY_ENV, make_task
@@ -250,7 +249,7 @@ def test_two_commands_writing_one_s3_store_at_once_solve_each_trial_once(s3, tmp
     callers: list[int] = []
 
     def policy(req) -> Reply:
-        caller = next(c.pid for c in psutil.net_connections("tcp") if c.laddr and tuple(c.laddr) == req.peer)
+        caller = caller_pid(req.peer, server.url)
         with guard:
             callers.append(caller)
         # Held until a command waits on the other's lock (or, were there no exclusion, both solve every key).
