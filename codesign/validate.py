@@ -24,14 +24,21 @@ from codesign.tasks.select import select_tasks
 
 
 async def validate(
-    tasks: list[Task], node_cache: Path, out_dir: Path, concurrency: int = 3, repeat: int = 1
+    tasks: list[Task],
+    node_cache: Path,
+    out_dir: Path,
+    concurrency: int = 3,
+    repeat: int = 1,
+    near_misses: bool = True,
 ) -> list[TaskReport]:
+    """The gate on each of ``tasks`` (``concurrency`` at once, in one browser); ``near_misses=False`` leaves
+    the near misses out (the task's soundness only: integrity to discrimination)."""
     browser = Browser(os.environ.get("CODESIGN_CHROMIUM"))
     gate = asyncio.Semaphore(concurrency)
 
     async def one(task: Task) -> TaskReport:
         async with gate:
-            report = await validate_task(task, browser, node_cache, out_dir, repeat)
+            report = await validate_task(task, browser, node_cache, out_dir, repeat, near_misses)
         print(f"{'ok  ' if report.ok else 'FAIL'} {task.id} ({report.wall_s:.1f}s)", flush=True)
         return report
 

@@ -84,7 +84,7 @@ async def bounded(call: Awaitable[T], page: Any, what: str, bound_s: float | Non
         return await asyncio.wait_for(call, bound_s)
     except TimeoutError:
         if await browser_answers(page):
-            raise AppUnresponsive(f"{what}: the page did not answer within {bound_s:.0f} s") from None
+            raise AppUnresponsive(f"{what}: the page did not answer within {bound_s:g} s") from None
         raise BrowserFailure(f"{what}: the browser did not answer") from None
 
 
