@@ -47,13 +47,19 @@ class LoopThread:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Under ``make test``'s two workers, every test that uses the Docker Engine runs on one of them: the
-    session fixture starts the engine once and stops it at the end (two would race for its socket). The tests
+    """Under ``make test``'s workers, every test that uses the Docker Engine runs on one of them: the
+    session fixture starts the engine once and stops it at the end (two would race for its socket). So does
+    every test on the session's Ray instance (started once, not per worker). The tests
     of a module that share a module-scoped fixture run on one worker too, so the fixture is built once (split
     over two workers, the report's three runs were built twice: 70 s). Marked as each test is collected, so the
     marks are there before any ``pytest_collection_modifyitems`` (xdist reads them in its own)."""
-    if {"docker_engine", "busybox_image", "node_image"} & set(getattr(item, "fixturenames", ())):
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if item.get_closest_marker("xdist_group"):  # the test says (one asking for a fixture only in some cases)
+        return
+    if {"docker_engine", "busybox_image", "node_image"} & fixtures:
         item.add_marker(pytest.mark.xdist_group("docker"))
+    elif "ray_instance" in fixtures:  # one session Ray, not one per worker (an idle one costs ~3 % of a core)
+        item.add_marker(pytest.mark.xdist_group("ray"))
     elif _uses_module_fixture(item):
         item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 

@@ -116,7 +116,7 @@ def test_a_holder_that_stops_renewing_loses_its_slot_and_one_that_renews_keeps_i
         ray.kill(keeper)
 
 
-@pytest.mark.parametrize("keeper", ["process", "ray"])
+@pytest.mark.parametrize("keeper", ["process", pytest.param("ray", marks=pytest.mark.xdist_group("ray"))])
 def test_threads_and_coroutines_share_an_endpoints_slots(keeper, request):
     """The sync and the async slot hold the same slots: without Ray this process's semaphore, with Ray the
     endpoint's keeper. Three threads and three coroutines, one slot: never two calls at once."""
