@@ -53,7 +53,9 @@ def test_default_run_scores_oracle_perfectly_and_logs_wandb_offline(tmp_path):
 def test_sweep_runs_two_cells_on_an_existing_ray_cluster(tmp_path, ray_instance):
     """`-m model=oracle,noop`, with RAY_ADDRESS pointing at an already running Ray (no code change)."""
     import ray
+    from ray._private.state import jobs  # the cluster's job table (the public state API needs the dashboard)
 
+    before = {j["JobID"] for j in jobs()}
     env = {
         **os.environ,
         "RAY_ADDRESS": ray.get_runtime_context().gcs_address,
@@ -71,6 +73,9 @@ def test_sweep_runs_two_cells_on_an_existing_ray_cluster(tmp_path, ray_instance)
         env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # The sweep's driver joined this Ray, not a new local one: its job is in this cluster's table.
+    drivers = [j["Entrypoint"] for j in jobs() if j["JobID"] not in before]
+    assert any("codesign" in e and "model=oracle,noop" in e for e in drivers), drivers
     cells = sorted(p for p in (tmp_path / "sweep").iterdir() if p.is_dir() and (p / "tasks.parquet").exists())
     assert [c.name for c in cells] == ["0_model=oracle", "1_model=noop"]
     oracle, noop = (_scores(c) for c in cells)
