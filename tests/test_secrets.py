@@ -66,6 +66,10 @@ def test_redaction_catches_secret_values_and_secret_shapes(monkeypatch):
     assert not any(s in out for s in SECRETS) and "AKIA" not in out and "abcdefghijklmnopqrstuvwxyz" not in out
     assert out.count(MARK) == 5 and out.endswith("true")
     assert redact_data({"a": [VALUE, {"b": SHAPED}], VALUE: 1}) == {"a": [MARK, {"b": MARK}], MARK: 1}
+    # A secret set later is caught too (the environment is read on every call, the pattern cached by its
+    # values), and of two secrets where one starts the other, the longer goes whole (no tail left over).
+    monkeypatch.setenv("LATER_API_KEY", VALUE + "-and-more")
+    assert redact(f"x {VALUE}-and-more y {VALUE} z") == f"x {MARK} y {MARK} z"
 
 
 @pytest.mark.browser

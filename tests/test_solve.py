@@ -112,6 +112,20 @@ def test_turn_cap_ends_the_solve(tmp_path, node_cache, served):
     assert t.cost_source == "config"
 
 
+def test_a_model_in_litellms_price_table_is_priced_by_it(tmp_path, node_cache, served):
+    """No configured prices, no provider header: the cost is litellm's table price for the tokens used."""
+    import litellm
+
+    task = load_task(SUITE / "me-bakery-header-mockup")
+    model, _ = served(script([Reply(tool_calls=[shell("true")], input_tokens=1000, output_tokens=200), Reply("done")]))
+    del model["input_cost_per_mtok"], model["output_cost_per_mtok"]
+    result = solve_task(task, configs({**model, "model": "openai/gpt-4o"}), tmp_path / "t", node_cache)
+    t, price = result.telemetry, litellm.get_model_info("openai/gpt-4o")
+    assert t.input_tokens > 1000 and t.cost_source == "litellm_estimate"
+    expected = t.input_tokens * price["input_cost_per_token"] + t.output_tokens * price["output_cost_per_token"]
+    assert t.cost_usd == pytest.approx(expected, rel=1e-9)
+
+
 def test_unusable_tool_calls_end_as_agent_error(tmp_path, node_cache, served):
     task = load_task(SUITE / "me-bakery-header-mockup")
     model, server = served(lambda req: Reply(tool_calls=[ToolCall("shell", {}, raw_arguments="{not json")]))

@@ -189,3 +189,40 @@ def test_the_oracle_submits_only_a_reference_patch_that_applied(tmp_path, applie
     else:
         with pytest.raises(AgentError, match=r"reference patch did not apply .*patch does not apply"):
             oracle.query(messages, tools)
+
+
+def test_workspaces_of_one_state_share_its_snapshot_and_each_diff_is_its_own(tmp_path):
+    """Shared baselines: the first workspace of a state is hashed once; every later one diffs against that
+    tree, sees only its own changes, and two states snapshotted at once by two threads stay apart."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codesign.workspace import Baselines
+
+    def workspace(name: str, title: str) -> Path:
+        ws = tmp_path / name
+        ws.mkdir()
+        (ws / "index.html").write_text(f"<h1>{title}</h1>\n")
+        (ws / "keep.txt").write_text("kept\n")
+        return ws
+
+    shared = Baselines(tmp_path / "shared")
+    spaces = [workspace(f"a{i}", "A") for i in range(3)] + [workspace(f"b{i}", "B") for i in range(3)]
+    baselines = [Baseline(tmp_path / f"{ws.name}.git", ws) for ws in spaces]
+    states = ["state-a"] * 3 + ["state-b"] * 3
+    with ThreadPoolExecutor(6) as pool:  # first snapshots of both states race each other
+        list(pool.map(lambda i: baselines[i].snapshot(shared, states[i]), range(6)))
+    assert len(list((tmp_path / "shared").iterdir())) == 2  # one hashed snapshot per state
+    for ws in spaces:
+        (ws / f"only-{ws.name}.txt").write_text(f"{ws.name}\n")
+    (spaces[1] / "keep.txt").unlink()
+    for i, (ws, baseline) in enumerate(zip(spaces, baselines, strict=True)):
+        expected = [f"only-{ws.name}.txt", *(["keep.txt"] if i == 1 else [])]
+        assert sorted(changed_files(baseline.diff())) == sorted(expected), ws.name
+    # Each diff is against its own state: b's heading applies to a copy of b's start, not a's.
+    (spaces[3] / "index.html").write_text("<h1>B2</h1>\n")
+    start = tmp_path / "b-start"
+    start.mkdir()
+    (start / "index.html").write_text("<h1>B</h1>\n")
+    (start / "keep.txt").write_text("kept\n")
+    apply_patch(start, baselines[3].diff())
+    assert (start / "index.html").read_text() == "<h1>B2</h1>\n"

@@ -116,13 +116,13 @@ class SingleShot:
         recorder: SolveRecorder,
         preview: Preview | None = None,
     ) -> None:
-        from jinja2 import Template
 
         files, omitted = self.source(sandbox)
         source = "\n\n".join(f'<source path="{p}">\n{text}\n</source>' for p, text in files)
         if omitted:
             source += f"\n\n(not included: {', '.join(omitted)})"
-        parts: list[dict[str, Any]] = [{"type": "text", "text": Template(self.task_template).render(task=task)}]
+        request = prompts.render(self.task_template, strict=False, task=task)
+        parts: list[dict[str, Any]] = [{"type": "text", "text": request}]
         vision, audio = getattr(model, "supports_vision", True), getattr(model, "supports_audio", False)
         for attachment in task.attachments:
             parts += content_parts(attachment, vision=vision, audio=audio)

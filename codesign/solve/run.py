@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import shutil
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,7 @@ from codesign.solve.ended import Ended
 from codesign.solve.preview import Preview
 from codesign.solve.recorder import SolveRecorder
 from codesign.tasks.loader import Task
-from codesign.workspace import Baseline, copy_tree
+from codesign.workspace import Baseline, Baselines, copy_tree
 
 ATTACHMENTS_DIR = "_attachments"  # inside the workspace, excluded from the diff
 
@@ -74,8 +76,23 @@ def prepare_workspace(task: Task, scratch: Path, node_cache: Path) -> tuple[Path
         for a in task.manifest.attachments:
             shutil.copy2(task.dir / a.path, workspace / ATTACHMENTS_DIR / Path(a.path).name)
     baseline = Baseline(scratch / "baseline.git", workspace, list(env.ignore))
-    baseline.snapshot()
+    baseline.snapshot(_baselines(scratch.parent), task.content_hash)
     return workspace, baseline
+
+
+_BASELINES: dict[Path, Baselines] = {}
+_BASELINES_LOCK = threading.Lock()
+
+
+def _baselines(scratch_root: Path) -> Baselines:
+    """This process's shared baseline snapshots under ``scratch_root``, removed when it exits (a killed
+    process's are swept by the next run, like its other scratch folders)."""
+    with _BASELINES_LOCK:
+        if scratch_root not in _BASELINES:
+            root = scratch_dirs.make("baselines", scratch_root)
+            atexit.register(shutil.rmtree, root, True)
+            _BASELINES[scratch_root] = Baselines(root)
+        return _BASELINES[scratch_root]
 
 
 def solve_task(

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jinja2 import StrictUndefined, Template
-
 from codesign._protocols import Model, Recorder, Sandbox, Screenshots
 from codesign._types import NonNegative, TaskView
 from codesign.errors import EnvironmentSetupError
@@ -96,7 +94,7 @@ class ClaudeCodeHarness:
         self, model: Model, sandbox: Sandbox, task: TaskView, recorder: Recorder, preview: Screenshots | None = None
     ) -> None:
         exe = self.executable()
-        prompt = Template(self.task_template, undefined=StrictUndefined).render(task=task) + "\n" + self.instructions
+        prompt = prompts.render(self.task_template, task=task) + "\n" + self.instructions
         recorder.log("prompt", messages=[{"role": "user", "content": prompt}])
         alias = f"codesign-{getattr(model, 'name', 'model')}"
         with ModelProxy(model, recorder) as proxy:

@@ -149,7 +149,6 @@ class MiniSweAgentHarness:
         os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
         os.environ.setdefault("MSWEA_COST_TRACKING", "ignore_errors")
         os.environ.setdefault("MSWEA_GLOBAL_CONFIG_DIR", str(Path(getattr(sandbox, "home", "/tmp")) / ".mswea"))
-        from jinja2 import StrictUndefined, Template
         from minisweagent.agents.default import DefaultAgent
 
         agent_cfg = {**_mswea_config(self.config_file).get("agent", {}), **self.agent}
@@ -160,7 +159,7 @@ class MiniSweAgentHarness:
             "output_path": None,
             "wall_time_limit_seconds": int(limits.max_wall_s),
         }
-        request = Template(self.task_template, undefined=StrictUndefined).render(task=task)
+        request = prompts.render(self.task_template, task=task)
         agent = DefaultAgent(
             _routed_model(model, recorder), _SandboxEnvironment(sandbox, recorder, self.command_timeout_s), **agent_cfg
         )

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jinja2 import StrictUndefined, Template
-
 from codesign._protocols import Model, Recorder, Sandbox, Screenshots
 from codesign._types import Count, TaskView
 from codesign.solve import prompts
@@ -121,10 +119,9 @@ class NativeHarness:
     def solve(
         self, model: Model, sandbox: Sandbox, task: TaskView, recorder: Recorder, preview: Screenshots | None = None
     ) -> None:
-        render = lambda t: Template(t, undefined=StrictUndefined).render(task=task)  # noqa: E731
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": render(self.system_template)},
-            {"role": "user", "content": render(self.task_template)},
+            {"role": "system", "content": prompts.render(self.system_template, task=task)},
+            {"role": "user", "content": prompts.render(self.task_template, task=task)},
         ]
         recorder.log("prompt", messages=messages)
         format_errors = 0

@@ -315,6 +315,9 @@ class LitellmModel:
         header_cost = (hidden.get("additional_headers") or {}).get(COST_HEADER)
         if header_cost is not None:
             return float(header_cost), "provider"
+        if "response_cost" in hidden:  # litellm priced the call already, or found no price (~1 ms to try again)
+            priced = hidden["response_cost"]
+            return (float(priced), "litellm_estimate") if priced is not None else (None, "unknown")
         try:
             return float(_litellm().completion_cost(completion_response=response, model=self.model)), "litellm_estimate"
         except Exception:  # unknown model: litellm raises; the cost is then honestly unknown
