@@ -21,11 +21,12 @@ from pathlib import Path
 
 from codesign.errors import CodesignError, EnvironmentSetupError
 from codesign.execute.ray_connect import BROWSER
+from codesign.execute.ray_placement import browsers_from_cpus
 
 
 def default_browsers() -> int:
-    """One Chromium per two cores: measured here, more browser contexts give no speed-up on 2 cores."""
-    return max(1, (os.cpu_count() or 2) // 2)
+    """As many Chromiums as a node without the resource gets (one per two cores)."""
+    return browsers_from_cpus(os.cpu_count() or 2)
 
 
 def ray_env() -> dict[str, str]:

@@ -128,3 +128,21 @@ def test_a_client_without_the_clusters_token_is_told_how_to_get_it(two_nodes, tm
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode != 0
     assert "uses token authentication" in proc.stderr and "RAY_AUTH_TOKEN" in proc.stderr
+
+
+def test_a_cluster_started_without_the_browser_resource_is_used_as_it_is(tmp_path, node_cache):
+    """Nodes of a plain `ray start` (no `browser` resource, as most managed clusters): actors go there by CPU
+    and memory, one per two CPUs of each node, said once; before, the run was refused ("the largest node has 0")."""
+    with LocalCluster(nodes=2, cpus=2, browsers=None) as cluster:
+        code, output = run_on(
+            cluster, tmp_path, f"tasks.include=[{','.join(ME_TASKS[:4])}]", f"store.root={tmp_path / 'store'}",
+            f"paths.node_cache={node_cache}", "executor.num_workers=4",
+        )  # fmt: skip
+        nodes = set(cluster.nodes)
+    assert code == 0, output[-3000:]
+    notice = [line for line in output.splitlines() if "declare no `browser` resource" in line]
+    assert len(notice) == 1 and notice[0].startswith("2 node(s)"), output[-3000:]
+    assert "2 trial actor(s) placed" in notice[0] and "1 on a 2-CPU node" in notice[0], notice[0]
+    tasks = pl.read_parquet(tmp_path / "run" / "tasks.parquet")
+    assert tasks.height == 4 and set(tasks["status"]) == {"ok"}, tasks.select("task_id", "status", "message")
+    assert set(tasks["node"]) == nodes  # both nodes used, 4 workers asked for, one actor on each

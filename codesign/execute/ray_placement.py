@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codesign.execute.ray_connect import BROWSER
+from codesign.execute.ray_connect import BROWSER, CORES_PER_BROWSER
 
 
 def on_driver_node() -> Any:
@@ -20,16 +20,31 @@ def node_affinity(node: str) -> Any:
     return NodeAffinitySchedulingStrategy(node, soft=False)
 
 
+def browsers_from_cpus(cpus: float) -> int:
+    """Trial actors (Chromiums) a node hosts when it does not say: one per two cores — measured here, more
+    browsers than that give no speed-up on 2 cores."""
+    return max(1, int(cpus) // CORES_PER_BROWSER)
+
+
+def declares_browsers(resources: dict[str, float]) -> bool:
+    """Whether a node was started with codesign's ``browser`` resource (``python -m codesign.cluster``, or
+    ``ray start --resources``); a plain ``ray start`` node, as most managed clusters have, does not."""
+    return BROWSER in resources
+
+
 def place(n: int, need: dict[str, float], drained: set[str], placed: list[str]) -> list[str]:
     """Nodes for ``n`` more actors, spread: each goes to the live node with the fewest of this run's actors
-    that still has room (by its total resources), so a grid is not piled onto one node."""
+    that still has room (by its total resources), so a grid is not piled onto one node. A node without the
+    ``browser`` resource has room by its CPUs and memory, and for :func:`browsers_from_cpus` browsers."""
     import ray
 
     room: dict[str, int] = {}
     for node in ray.nodes():
         if not node["Alive"] or node["NodeID"] in drained:
             continue
-        have = node["Resources"]
+        have = dict(node["Resources"])
+        if BROWSER in need and not declares_browsers(have):
+            have[BROWSER] = browsers_from_cpus(have.get("CPU", 0))
         fits = [int(have.get(k, 0) // v) for k, v in need.items() if v > 0]
         room[node["NodeID"]] = (min(fits) if fits else 1_000) - placed.count(node["NodeID"])
     chosen: list[str] = []
@@ -41,6 +56,13 @@ def place(n: int, need: dict[str, float], drained: set[str], placed: list[str]) 
         chosen.append(node)
         room[node] -= 1
     return chosen
+
+
+def without_browser_resource(nodes: list[str]) -> set[str]:
+    """Those of ``nodes`` that declare no ``browser`` resource: their actors must not ask Ray for one."""
+    import ray
+
+    return {n["NodeID"] for n in ray.nodes() if n["NodeID"] in nodes and not declares_browsers(n["Resources"])}
 
 
 def no_room(need: dict[str, float]) -> tuple[str, str]:
@@ -55,6 +77,6 @@ def no_room(need: dict[str, float]) -> tuple[str, str]:
     ]
     return (
         "no Ray node has room for one trial actor: " + "; ".join(short) + f" (cluster: {have})",
-        f"start nodes with a {BROWSER} resource (python -m codesign.cluster start, or ray start "
+        f"add nodes, start them with a {BROWSER} resource (python -m codesign.cluster head/join, or ray start "
         f"--resources='{{\"{BROWSER}\": 2}}'), or lower executor.worker_num_cpus / worker_memory_gb / resources",
     )

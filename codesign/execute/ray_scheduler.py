@@ -16,7 +16,8 @@ from codesign.errors import ConfigError, EnvironmentSetupError
 from codesign.execute import Budget
 from codesign.execute.prerequisites import NodeRequirements
 from codesign.execute.ray_actors import TrialWorker
-from codesign.execute.ray_placement import no_room, node_affinity, place
+from codesign.execute.ray_connect import BROWSER, CORES_PER_BROWSER
+from codesign.execute.ray_placement import browsers_from_cpus, no_room, node_affinity, place, without_browser_resource
 
 if TYPE_CHECKING:
     from codesign.execute.ray_pool import RayExecutor
@@ -71,6 +72,7 @@ class TrialPool:
         self.drained: dict[str, list[str]] = {}  # node id -> its self-check's problems
         self.suspect: set[str] = set()  # nodes where a worker died
         self.lost_workers = 0
+        self.announced = False  # the notice on nodes without the browser resource
         self.records: list[TrialRecord] = []
 
     def run(self) -> list[TrialRecord]:
@@ -101,14 +103,36 @@ class TrialPool:
         # A node that just lost a worker may still be listed alive for a while: other nodes come first.
         nodes = place(missing, self.x._need(), set(self.drained) | self.suspect, placed)
         nodes += place(missing - len(nodes), self.x._need(), set(self.drained), placed + nodes)
+        plain = without_browser_resource(nodes) if BROWSER in (self.x.resources or {}) else set()
+        self.announce_plain_nodes(plain, sum(node in plain for node in nodes))
         for node in nodes:
             holder = uuid.uuid4().hex
             x = self.x
-            handle = self.actor.options(**self.options, scheduling_strategy=node_affinity(node)).remote(
+            options = self.options
+            if node in plain:  # Ray would wait forever for a resource the node does not have
+                resources = {k: v for k, v in (options["resources"] or {}).items() if k != BROWSER}
+                options = {**options, "resources": resources or None}
+            handle = self.actor.options(**options, scheduling_strategy=node_affinity(node)).remote(
                 x.browser_executable, x.max_concurrency, x.browser_slots, self.locks, holder, self.lease_s
             )
             worker = self.workers[holder] = PooledWorker(handle, node, holder)
             self.checks[handle.check.remote(vars(self.requirements))] = worker
+
+    def announce_plain_nodes(self, plain: set[str], actors: int) -> None:
+        """Said once per run: actors on nodes without the ``browser`` resource, and how their number is set."""
+        if not plain or self.announced:
+            return
+        self.announced = True
+        import ray
+
+        cpus = {n["NodeID"]: n["Resources"].get("CPU", 0) for n in ray.nodes() if n["NodeID"] in plain}
+        each = ", ".join(f"{browsers_from_cpus(c)} on a {c:g}-CPU node" for c in sorted(set(cpus.values())))
+        print(
+            f"{len(plain)} node(s) declare no `{BROWSER}` resource (a plain `ray start`): {actors} trial actor(s) "
+            f"placed there by CPU and memory, at most one per {CORES_PER_BROWSER} CPUs ({each}); start nodes with "
+            f"`--resources='{{\"{BROWSER}\": N}}'` (python -m codesign.cluster does) to set N yourself",
+            file=sys.stderr,
+        )
 
     def checked(self, ref: Any, retryable: tuple[type[BaseException], ...]) -> None:
         import ray

@@ -22,7 +22,7 @@ _SCRIPT = """
 import json, sys
 from ray.cluster_utils import Cluster
 cpus, browsers, n = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-node = {"num_cpus": cpus, "resources": {"browser": browsers}}
+node = {"num_cpus": cpus, "resources": {"browser": browsers} if browsers >= 0 else {}}
 cluster = Cluster(initialize_head=True, connect=False, head_node_args={**node, "include_dashboard": False})
 nodes = [cluster.head_node] + [cluster.add_node(**node) for _ in range(n - 1)]
 cluster.wait_for_nodes()
@@ -36,9 +36,10 @@ cluster.shutdown()
 
 
 class LocalCluster:
-    """``nodes`` Ray nodes, each with ``cpus`` CPUs and room for ``browsers`` trial actors."""
+    """``nodes`` Ray nodes, each with ``cpus`` CPUs and room for ``browsers`` trial actors (None: nodes that
+    declare no ``browser`` resource, as a plain ``ray start`` makes them)."""
 
-    def __init__(self, nodes: int = 2, cpus: float = 2, browsers: float = 1) -> None:
+    def __init__(self, nodes: int = 2, cpus: float = 2, browsers: float | None = 1) -> None:
         self.n, self.cpus, self.browsers = nodes, cpus, browsers
         self.address = ""
         self.nodes: list[str] = []  # node ids, the head first
@@ -54,8 +55,9 @@ class LocalCluster:
             "RAY_AUTH_TOKEN_PATH": str(self.token_path),
             "RAY_USAGE_STATS_ENABLED": "0",
         }
+        browsers = -1 if self.browsers is None else self.browsers
         self._proc = subprocess.Popen(
-            [sys.executable, "-c", _SCRIPT, str(self.cpus), str(self.browsers), str(self.n)],
+            [sys.executable, "-c", _SCRIPT, str(self.cpus), str(browsers), str(self.n)],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
