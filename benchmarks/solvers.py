@@ -1,9 +1,14 @@
 """Trial execution: framework overhead per trial, and throughput on latency-bound solving.
 
 Measured side by side in one run, with the `native` harness against the scripted model server:
-  overhead   — one trial at a time on a trivial task, the server answering at once: wall time per
-               trial for solving only (workspace, baseline, harness loop, patch, store) and for the
-               whole trial (plus build, serve, browser evidence, probes);
+  overhead   — one trial at a time on a trivial task, the server answering at once: wall time and CPU
+               per trial for solving only (workspace, baseline, harness loop, patch, store) and for the
+               whole trial (plus build, serve, browser evidence, probes). CPU is this process's and the
+               processes it started and waited for (git, sandboxed commands), not the model server's:
+               per trial of a run of --batch (the run's own costs spread over them), and the run's fixed
+               part and the per-trial part apart (a run of 1 against a run of --batch);
+  per turn   — CPU of one more agent turn that runs `true` in the `confined` (bubblewrap) sandbox: this
+               process's share (model client, tool call, trajectory), and the command's own processes;
   throughput — N trials (default 200), every model call taking 0.2 s, 64 trials in flight, solving
                only; as a fraction of the reachable rate (64 trials in flight, 2 calls each:
                N × 2 × 0.2 s / 64 seconds at best), for the Ray executor (2 actors × 32) and, as a
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -81,55 +87,95 @@ def policy(req: ServedRequest) -> Reply:
     return Reply("Done.")
 
 
-def cell(server_url: str, suite: Path, store: Path, *overrides: str) -> float:
+def shell_policy(req: ServedRequest) -> Reply:
+    """``scripted-turns-N``: a shell command (`true`) on each of the first N - 2 turns, then the edit and done."""
+    after = req.turn - (int(req.model.rsplit("-", 1)[1]) - 2)
+    if after < 0:
+        return Reply("Looking.", [ToolCall("shell", {"command": "true"})])
+    if after == 0:
+        args = {"path": "index.html", "old_text": "<h1>Hello</h1>", "new_text": "<h1>Hello, world</h1>"}
+        return Reply("Editing.", [ToolCall("edit_file", args)])
+    return Reply("Done.")
+
+
+def cpu_s() -> float:
+    """CPU of this process and of the children it has waited for (git, sandboxed commands) so far."""
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
+def own_cpu_s() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return me.ru_utime + me.ru_stime
+
+
+def cell(server_url: str, suite: Path, store: Path, *overrides: str) -> tuple[float, float, float]:
+    """Run one cell; returns (wall s, CPU s of this process and its waited-for children, this process alone)."""
     cfg = compose_cli([
         "model=litellm", "model.name=scripted", "model.model=openai/scripted", f"model.api_base={server_url}/v1",
         "model.api_key_env=CODESIGN_BENCH_KEY", "tasks=all", f"tasks.root={suite}", "tracker=none",
         f"store.root={store}", "store.reuse=false", *overrides,
     ])  # fmt: skip
     with tempfile.TemporaryDirectory() as out:
-        start = time.perf_counter()
+        start, cpu, own = time.perf_counter(), cpu_s(), own_cpu_s()
         tables = run(cfg, Path(out))
-        elapsed = time.perf_counter() - start
+        elapsed, cpu, own = time.perf_counter() - start, cpu_s() - cpu, own_cpu_s() - own
     bad = tables["tasks"].filter(tables["tasks"]["exit_status"] != "submitted")
     assert bad.height == 0, bad.select("task_id", "exit_status", "exit_message").head(3)
-    return elapsed
+    return elapsed, cpu, own
 
 
-def main(trials: int, runs: int = 3, batch: int = 10) -> None:
+def main(trials: int, runs: int = 3, batch: int = 10, turns: int = 12) -> None:
     import contextlib
     import io
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        make_suite(tmp / "one", 1)
-        make_suite(tmp / "batch", batch)
-        make_suite(tmp / "many", trials)
+        for name, n in (("one", 1), ("batch", batch), ("many", trials)):
+            make_suite(tmp / name, n)
         quiet = contextlib.redirect_stdout(io.StringIO())
         instant_proc, instant = serve_in_subprocess("solvers:policy")  # a real endpoint is another process
+        seq = ["executor=inline", "executor.max_concurrency=1"]  # one trial at a time
         with quiet:
-            if True:
-                cell(instant, tmp / "one", tmp / "s0", "executor=inline")  # warm-up: imports
-                # One trial at a time, `batch` per run, so the run's fixed costs (browser launch) are spread out.
-                seq = ["executor=inline", "executor.max_concurrency=1"]
-                solve_only = [cell(instant, tmp / "batch", tmp / f"a{i}", *seq, "stages.evaluate=false") / batch
-                              for i in range(runs)]  # fmt: skip
-                whole = [cell(instant, tmp / "batch", tmp / f"b{i}", *seq) / batch for i in range(runs)]
-        print(f"framework overhead per trial (trivial task, instant model, 2 calls, one at a time): "
-              f"solve {statistics.median(solve_only) * 1000:.0f} ms, "
-              f"solve + evaluate {statistics.median(whole) * 1000:.0f} ms "
-              f"(medians of {runs} runs of {batch})")  # fmt: skip
-
+            cell(instant, tmp / "one", tmp / "s0", "executor=inline")  # warm-up: imports
+            solve_only = [cell(instant, tmp / "batch", tmp / f"a{i}", *seq, "stages.evaluate=false")
+                          for i in range(runs)]  # fmt: skip
+            single = [cell(instant, tmp / "one", tmp / f"o{i}", *seq, "stages.evaluate=false") for i in range(runs)]
+            whole = [cell(instant, tmp / "batch", tmp / f"b{i}", *seq) for i in range(runs)]
         instant_proc.kill()
+        per = lambda runs_, k: statistics.median(r[k] for r in runs_) / batch * 1000  # noqa: E731  ms per trial
+        one = statistics.median(r[1] for r in single) * 1000
+        slope = (statistics.median(r[1] for r in solve_only) * 1000 - one) / (batch - 1)
+        print(f"framework overhead per trial (trivial task, instant model, 2 calls, one at a time; medians of {runs} "
+              f"runs of {batch}):")  # fmt: skip
+        print(f"  solve:            {per(solve_only, 0):5.0f} ms wall, {per(solve_only, 1):5.1f} ms CPU "
+              f"(a run's fixed part {one - slope:.0f} ms, then {slope:.1f} ms per trial)")  # fmt: skip
+        print(f"  solve + evaluate: {per(whole, 0):5.0f} ms wall, {per(whole, 1):5.1f} ms CPU")
+
+        # One agent turn more: trials of `turns` turns against trials of 2, the shell command confined.
+        turns_proc, turns_url = serve_in_subprocess("solvers:shell_policy")
+        confined = [*seq, "stages.evaluate=false", "sandbox=confined"]
+        with quiet:
+            cell(turns_url, tmp / "one", tmp / "t0", *confined, "model.model=openai/scripted-turns-2")  # warm-up
+            short = [cell(turns_url, tmp / "batch", tmp / f"t{i}", *confined, "model.model=openai/scripted-turns-2")
+                     for i in range(runs)]  # fmt: skip
+            long = [cell(turns_url, tmp / "batch", tmp / f"u{i}", *confined,
+                         f"model.model=openai/scripted-turns-{turns}") for i in range(runs)]  # fmt: skip
+        turns_proc.kill()
+        extra = batch * (turns - 2)
+        own = (statistics.median(r[2] for r in long) - statistics.median(r[2] for r in short)) / extra * 1000
+        total = (statistics.median(r[1] for r in long) - statistics.median(r[1] for r in short)) / extra * 1000
+        print(f"CPU per agent turn (a model call, then `true` in the confined sandbox): {own:.1f} ms in codesign's "
+              f"process, {total - own:.1f} ms in the command's processes (bubblewrap, bash)")  # fmt: skip
+
         ideal = trials * CALLS_PER_TRIAL * 0.2 / 64
         slow_proc, slow = serve_in_subprocess("solvers:policy", 0.2)
         with quiet:
-            if True:
-                inline_s = cell(slow, tmp / "many", tmp / "inline", "executor=inline", "executor.max_concurrency=64",
-                                "stages.evaluate=false")  # fmt: skip
-                cell(slow, tmp / "one", tmp / "warm", "executor=ray", "stages.evaluate=false")  # Ray start-up
-                ray_s = cell(slow, tmp / "many", tmp / "ray", "executor=ray", "executor.num_workers=2",
-                             "executor.max_concurrency=32", "stages.evaluate=false")  # fmt: skip
+            inline_s = cell(slow, tmp / "many", tmp / "inline", "executor=inline", "executor.max_concurrency=64",
+                            "stages.evaluate=false")[0]  # fmt: skip
+            cell(slow, tmp / "one", tmp / "warm", "executor=ray", "stages.evaluate=false")  # Ray start-up
+            ray_s = cell(slow, tmp / "many", tmp / "ray", "executor=ray", "executor.num_workers=2",
+                         "executor.max_concurrency=32", "stages.evaluate=false")[0]  # fmt: skip
         slow_proc.kill()
         print(f"throughput, {trials} native trials, 0.2 s per model call, 64 in flight (reachable: {ideal:.1f} s):")
         print(f"  ray executor (2 actors x 32): {ray_s:6.1f} s = {trials / ray_s:5.1f} trials/s = "
@@ -143,5 +189,6 @@ if __name__ == "__main__":
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3, help="runs of --batch sequential trials for the overhead")
     parser.add_argument("--batch", type=int, default=10, help="sequential trials per overhead run")
+    parser.add_argument("--turns", type=int, default=12, help="turns of the long trials of the per-turn figure")
     args = parser.parse_args()
-    main(args.trials, args.runs, args.batch)
+    main(args.trials, args.runs, args.batch, args.turns)

@@ -24,8 +24,9 @@ def test_evidence_benchmark_runs():
 
 
 def test_solver_benchmark_runs():
-    out = bench("benchmarks/solvers.py", "--trials", "4", "--runs", "1", "--batch", "2")
-    assert "framework overhead per trial" in out and "(medians of 1 runs of 2)" in out
+    out = bench("benchmarks/solvers.py", "--trials", "4", "--runs", "1", "--batch", "2", "--turns", "3")
+    assert "framework overhead per trial" in out and "medians of 1 runs of 2" in out and "ms per trial" in out
+    assert "CPU per agent turn" in out
     assert "of the reachable rate" in out
 
 
