@@ -17,6 +17,7 @@ from typing import Any
 
 from codesign.errors import EnvironmentSetupError
 from codesign.programs import find_chromium
+from codesign.runtime.waiting import PENDING_JS
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -116,7 +117,9 @@ class Browser:
         emulated ``prefers-color-scheme`` when given."""
         browser = await self.get()
         scheme = {"color_scheme": color_scheme} if color_scheme else {}
-        return await browser.new_context(**context_options(viewport), **scheme, service_workers="block")
+        context = await browser.new_context(**context_options(viewport), **scheme, service_workers="block")
+        await context.add_init_script(PENDING_JS)  # what a page has pending decides when it is settled
+        return context
 
     async def close(self) -> None:
         if self._browser is not None:
