@@ -30,6 +30,14 @@ def test_solver_benchmark_runs():
     assert "of the reachable rate" in out
 
 
+def test_capacity_benchmark_runs():
+    out = bench("benchmarks/capacity.py", "--latency", "0.1", "--calls", "3", "--in-flight", "2",
+                "--trials-per-level", "2", "--split-trials", "1", "--tasks", "me-bakery-header-mockup")  # fmt: skip
+    assert "CPU per trial by stage" in out and "model client" in out and "evidence" in out
+    level = out.strip().splitlines()[-1].split()
+    assert level[:2] == ["2", "2"], out  # the level's trials all finished, graded (a failed trial stops it)
+
+
 def test_load_benchmark_runs():
     out = bench("benchmarks/load.py", "--levels", "1", "2", "--tasks", "me-bakery-header-mockup")
     assert "agreement" in out and "100.0%" in out.splitlines()[-1]
