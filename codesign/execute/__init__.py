@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import resource
 from dataclasses import dataclass
 from typing import Any
 
 from codesign._types import TrialRecord, TrialStatus
+
+OPEN_FILES_PER_TRIAL = 8  # its trajectory, its model connection, its sandbox's pipes, its store files
+
+
+def open_files_for(trials: int) -> int:
+    """Raise this process's open-file limit (soft, up to the hard one) to what ``trials`` in flight need, and
+    return the limit. A Debian login's soft limit is 1024, which 256 trials in flight (~3 descriptors each,
+    more while a command runs) plus Playwright's would come close to."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1024 + OPEN_FILES_PER_TRIAL * trials
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        soft = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    return soft
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any
 
 from codesign._types import Count, TrialRecord
 from codesign.errors import EnvironmentSetupError
-from codesign.execute import Budget
+from codesign.execute import Budget, open_files_for
 from codesign.execute.prerequisites import NodeRequirements, node_problems
 from codesign.runtime.browser import Browser
 from codesign.trial import TrialSpec, run_trial_safely
@@ -49,6 +49,7 @@ class InlineExecutor:
         on_start: Callable[[dict[str, Any]], None],
     ) -> list[TrialRecord]:
         browser = Browser(self.browser_executable, self.browser_slots)
+        open_files_for(self.max_concurrency)
         gate = asyncio.Semaphore(self.max_concurrency)
         # Solves run in threads: the default pool (cores + 4) would cap trials in flight far below the gate.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(self.max_concurrency + 4))

@@ -11,6 +11,7 @@ from typing import Any
 import ray
 
 from codesign._types import TrialRecord
+from codesign.execute import open_files_for
 from codesign.execute.prerequisites import NodeRequirements
 
 
@@ -35,6 +36,7 @@ class TrialWorker:
         os.environ.setdefault("RAY_WARN_BLOCKING_GET_INSIDE_ASYNC", "0")
         self.browser = Browser(browser_executable, browser_slots)
         self.threads = max_concurrency + 4  # solves run in threads; the default pool is only cores + 4
+        open_files_for(max_concurrency)
         self.node = ray.get_runtime_context().get_node_id()
         # Everything this worker holds (endpoint slots, stage locks, lock objects in the store) is held under
         # the pool's name for it, and renewed from a thread of this process while it lives.
