@@ -282,12 +282,14 @@ def in_flight(tmp: Path, tasks: list[str], level: int, trials: int, calls: int, 
     os.environ["CODESIGN_CAPACITY_SUITE"] = str(suite)
     proc, url = serve(latency)
     samples: list[tuple[float, int, int]] = []
+    fds: list[int] = []  # codesign's open file descriptors
     done = threading.Event()
 
     def sample() -> None:
         start = time.perf_counter()
         while not done.wait(1.0):
             samples.append((time.perf_counter() - start, *tree_memory()))
+            fds.append(psutil.Process().num_fds())
 
     sampler = threading.Thread(target=sample, daemon=True)
     try:
@@ -317,7 +319,7 @@ def main(args: argparse.Namespace) -> None:
             split(root, args.tasks, args.split_trials, args.calls)
         print(f"\nin flight (model latency {args.latency:g} s, {args.calls} calls per trial, graded by probes; "
               f"tasks {', '.join(args.tasks)}):")  # fmt: skip
-        print("in flight  trials   wall s  ideal s  trials/node-h   CPU-s/trial  peak MB  per trial  "
+        print("in flight  trials   wall s  ideal s  trials/node-h   CPU-s/trial  peak MB  per trial  peak fds  "
               "codesign RSS MB at 25/50/75/100 %")  # fmt: skip
         for level in args.in_flight:
             in_flight(root, args.tasks, level, args.trials_per_level or 2 * level, args.calls, args.latency)
