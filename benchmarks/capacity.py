@@ -10,7 +10,7 @@ shared between them through the store. Two parts, one run:
               stage. Sequential on purpose, so every CPU-second (codesign's threads, the processes it
               waits for, Chromium's processes) belongs to the one stage running. Judge I/O is zero with
               evaluator=probe (no judge).
-  in flight — for each --in-flight level N, --trials-per-level (default 2 N) trials with N in flight
+  in flight — for each --in-flight level N, --rounds × N trials (default 2 N) with N in flight
               (the inline executor: one process, one browser): trials per node-hour, CPU per trial, the
               peak memory (PSS of codesign, Chromium and the sandboxes, sampled every second) in all and
               per trial in flight; codesign's own RSS at each quarter of the level's run shows whether
@@ -322,7 +322,7 @@ def main(args: argparse.Namespace) -> None:
         print("in flight  trials   wall s  ideal s  trials/node-h   CPU-s/trial  peak MB  per trial  peak fds  "
               "codesign RSS MB at 25/50/75/100 %")  # fmt: skip
         for level in args.in_flight:
-            in_flight(root, args.tasks, level, args.trials_per_level or 2 * level, args.calls, args.latency)
+            in_flight(root, args.tasks, level, args.trials_per_level or args.rounds * level, args.calls, args.latency)
 
 
 if __name__ == "__main__":
@@ -330,7 +330,8 @@ if __name__ == "__main__":
     parser.add_argument("--latency", type=float, default=5.0, help="seconds per model call")
     parser.add_argument("--calls", type=int, default=30, help="model calls per trial (at least 2)")
     parser.add_argument("--in-flight", type=int, nargs="+", default=[64, 128, 256])
-    parser.add_argument("--trials-per-level", type=int, default=None, help="default: twice the level")
+    parser.add_argument("--rounds", type=int, default=2, help="trials per level, as a multiple of the level")
+    parser.add_argument("--trials-per-level", type=int, default=None, help="instead of --rounds: this many")
     parser.add_argument("--split-trials", type=int, default=3, help="trials per task for the stage split (0: none)")
     parser.add_argument("--tasks", nargs="+", default=DEFAULT_TASKS)
     main(parser.parse_args())
