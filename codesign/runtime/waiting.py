@@ -121,14 +121,19 @@ _QUIET_JS = """async ([needed, most, fast, horizon]) => {
   let quiet = 0, frames = 0;
   const observer = new MutationObserver(() => { quiet = 0; });
   observer.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  // How many frames this settle waited, for diagnostics and tests (a count, not a time: load-independent).
+  const done = (settled) => {
+    Object.defineProperty(window, "__codesignSettleFrames", {value: frames, configurable: true});
+    return settled;
+  };
   try {
     while (quiet < needed && frames < most) {
       await new Promise(r => frame(() => r()));
       quiet++; frames++;
-      if (quiet >= fast && pending && !pending(horizon)) { return true; }
+      if (quiet >= fast && pending && !pending(horizon)) { return done(true); }
     }
   } finally { observer.disconnect(); }
-  return quiet >= needed;
+  return done(quiet >= needed);
 }"""
 
 
