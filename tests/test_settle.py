@@ -13,6 +13,7 @@ from codesign.runtime.waiting import FAST_QUIET_FRAMES, QUIET_FRAMES, settle
 
 pytestmark = pytest.mark.browser
 
+
 def frames_to_settle(loop, browser, html: str, before: str = "") -> tuple[int, Any]:
     """Open ``html``, run ``before`` in it, settle; the frames that took, and the page's final text."""
 
