@@ -54,7 +54,9 @@ def policy(_: ServedRequest) -> Reply:
     return Reply(f"Here is the change.\n\n{EDIT}\n")
 
 
-def grid(launcher: str, server: ScriptedModelServer, tasks: list[str], evaluate: bool, tmp: Path) -> tuple[float, int]:
+def grid(
+    launcher: str, server: ScriptedModelServer, tasks: list[str], evaluate: bool, tmp: Path, workers: int = 2
+) -> tuple[float, int]:
     """One ``python -m codesign -m`` run of the grid in its own folder; returns (wall seconds, trials)."""
     calls = len(server.served)
     cwd = Path(tempfile.mkdtemp(prefix=f"{launcher}-", dir=tmp))
@@ -62,7 +64,8 @@ def grid(launcher: str, server: ScriptedModelServer, tasks: list[str], evaluate:
         "model=litellm", "model.name=scripted", "model.model=openai/scripted", f"model.api_base={server.openai_base}",
         "model.api_key_env=CODESIGN_BENCH_KEY", "regime=single_shot", "evaluator=probe", "tracker=none",
         "executor=ray", "tasks=all", f"tasks.include=[{','.join(tasks)}]", f"store.root={cwd / 'store'}",
-        f"stages.evaluate={str(evaluate).lower()}", f"hydra/launcher={launcher}", *GRID,
+        f"stages.evaluate={str(evaluate).lower()}", f"hydra/launcher={launcher}", f"executor.num_workers={workers}",
+        *GRID,
     ]  # fmt: skip
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "codesign", "-m", *overrides], cwd=cwd, capture_output=True,
@@ -81,13 +84,13 @@ def grid(launcher: str, server: ScriptedModelServer, tasks: list[str], evaluate:
     return wall, len(trials)
 
 
-def main(tasks: list[str], latency: float, repeats: int, evaluate: bool) -> None:
+def main(tasks: list[str], latency: float, repeats: int, evaluate: bool, workers: int = 2) -> None:
     walls: dict[str, list[float]] = {name: [] for name in LAUNCHERS}
     trials: dict[str, int] = {}
     with ScriptedModelServer(policy, latency_s=latency) as server, tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeats):
             for name in LAUNCHERS:
-                wall, trials[name] = grid(name, server, tasks, evaluate, Path(tmp))
+                wall, trials[name] = grid(name, server, tasks, evaluate, Path(tmp), workers)
                 walls[name].append(wall)
     median = {name: statistics.median(w) for name, w in walls.items()}
     runs = f" (median of {repeats})" if repeats > 1 else ""
@@ -106,5 +109,6 @@ if __name__ == "__main__":
     parser.add_argument("--latency", type=float, default=2.0, help="seconds the scripted model takes per call")
     parser.add_argument("--repeats", type=int, default=1, help="runs per launcher, alternating; medians printed")
     parser.add_argument("--solve-only", action="store_true", help="stages.evaluate=false: no grading in browsers")
+    parser.add_argument("--workers", type=int, default=2, help="Ray actors (each with a browser) per pool")
     args = parser.parse_args()
-    main(args.tasks, args.latency, args.repeats, not args.solve_only)
+    main(args.tasks, args.latency, args.repeats, not args.solve_only, args.workers)

@@ -49,7 +49,9 @@ def test_sandbox_benchmark_runs():
 
 
 def test_grid_benchmark_runs():
-    out = bench("benchmarks/grid.py", "--tasks", "me-bakery-header-mockup", "--latency", "0.2", "--solve-only")
+    out = bench(
+        "benchmarks/grid.py", "--tasks", "me-bakery-header-mockup", "--latency", "0.2", "--solve-only", "--workers", "1"
+    )  # one actor (and browser) per pool: the basic launcher starts a pool per cell
     assert "faster than Hydra's basic launcher on a 2 × 2 grid (4 trials, latency 0.2 s)" in out
 
 

@@ -262,9 +262,12 @@ def test_web_bench_specs_give_the_idle_verdicts_on_a_saturated_machine(tmp_path,
                               timeout=900)  # fmt: skip
         return {v.criterion_id: v.verdict for v in evaluation.verdicts}
 
-    idle = graded("idle")  # Web-Bench's own bounds (30 s a test), on this machine as it is
-    assert set(idle.values()) == {"PASS"} and len(idle) == 4, idle
+    # The reference passes every criterion idle — the gate checks that of every import (the plain and Vite test
+    # above) — so the loaded run is compared with that, not with an idle run of its own (one evaluation less in
+    # the phase where the suite runs alone).
     criteria = yaml.safe_load((folder / "criteria.yaml").read_text())
+    idle = {c["id"]: "PASS" for c in criteria["criteria"]}
+    assert len(idle) == 4, idle
     criteria["spec_runner"] |= {"timeout_s": TIGHT_BOUND_S, "expect_timeout_s": TIGHT_BOUND_S}
     (folder / "criteria.yaml").write_text(yaml.safe_dump(criteria, sort_keys=False))
     burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(BURNERS_PER_CORE * (os.cpu_count() or 1))]
