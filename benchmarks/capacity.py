@@ -307,7 +307,8 @@ def in_flight(tmp: Path, tasks: list[str], level: int, trials: int, calls: int, 
     ideal = n / level * calls * latency
     print(
         f"{level:9d} {n:7d} {wall:8.1f} {ideal:8.1f} {n / wall * 3600:14.0f} {cpu / n:12.2f} "
-        f"{peak / 1e6:8.0f} {peak / 1e6 / level:8.1f}   {' '.join(f'{q:.0f}' for q in quarters)}",
+        f"{peak / 1e6:8.0f} {peak / 1e6 / level:8.1f} {max(fds, default=0):9d}   "
+        f"{' '.join(f'{q:.0f}' for q in quarters)}",
         flush=True,
     )
 
