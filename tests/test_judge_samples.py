@@ -72,6 +72,7 @@ def test_a_judge_answering_at_random_flips_at_its_known_rate_and_the_majority_st
     assert stored["telemetry"]["verifier_calls"] == sum(r["verdict"] == "PASS" for r in rows)
 
 
+@pytest.mark.duration(43)
 def test_a_steady_judge_does_not_flip_and_a_tie_goes_to_the_lower_verdict(tmp_path):
     def split(req: ServedRequest) -> Reply:  # seed 7 passes everything, seed 8 fails everything
         if is_verifier(req):

@@ -96,6 +96,7 @@ def test_the_gate_fails_a_near_miss_whose_expected_verdict_is_wrong(suite_copy, 
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.duration(40)
 def test_calibration_grades_every_near_miss_and_compares_the_judge_with_the_probes(tmp_path, monkeypatch, capsys):
     """A judge that passes exactly the preserved criteria, over the oracle, the noop and both near misses."""
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from codesign.runtime.waiting import FAST_QUIET_FRAMES, QUIET_FRAMES, settle
+from codesign.runtime.waiting import FAST_QUIET_FRAMES, QUIET_FRAMES, explicit_wait, settle
 
 pytestmark = pytest.mark.browser
 
@@ -78,3 +78,77 @@ def test_a_far_timer_does_not_hold_the_page_and_a_timed_change_is_always_seen(lo
         ".then(x => { t.textContent = x; })",
     )
     assert text == "after"
+
+
+def after_explicit_wait(loop, browser, html: str, before: str, ms: int) -> tuple[bool, Any]:
+    """Open ``html``, settle, run ``before`` in it, then a task's ``wait: {ms}``: whether it ended early, and
+    the page's text right after it (no settle in between: what the wait itself showed)."""
+
+    async def go() -> tuple[bool, Any]:
+        context = await browser.context("desktop")
+        try:
+            page = await context.new_page()
+            await page.route("http://app.test/", lambda route: route.fulfill(body=html, content_type="text/html"))
+            await page.goto("http://app.test/")
+            await settle(page)
+            if before:
+                await page.evaluate(f"() => {{ {before}; }}")
+            early = await explicit_wait(page, ms)
+            return early, await page.inner_text("body")
+        finally:
+            await context.close()
+
+    return loop.run(go())
+
+
+def test_an_explicit_wait_on_a_quiet_page_ends_early_and_shows_what_the_full_wait_would(loop, browser):
+    assert after_explicit_wait(loop, browser, "<p>static</p>", "", 5000) == (True, "static")
+    # A change due within the wait is waited for and seen, then the wait ends.
+    change = "setTimeout(() => { t.textContent = 'after'; }, 300)"
+    assert after_explicit_wait(loop, browser, "<p id=t>before</p>", change, 5000) == (True, "after")
+    # One due after the wait would have ended cannot be in what it shows: not waited for, and not there.
+    late = "setTimeout(() => { t.textContent = 'after'; }, 60000)"
+    assert after_explicit_wait(loop, browser, "<p id=t>before</p>", late, 500) == (True, "before")
+    # A running animation is waited out, and what its end does is seen.
+    animated = "t.animate([{opacity: 0}, {opacity: 1}], {duration: 400}).onfinish = () => { t.textContent = 'after'; }"
+    assert after_explicit_wait(loop, browser, "<p id=t>before</p>", animated, 5000) == (True, "after")
+    # A page changing through what is not tracked (a message chain, as a framework's scheduler) is waited for
+    # while it changes: the wait ends only after frames without a mutation.
+    chain = (
+        "const c = new MessageChannel(), end = performance.now() + 300; let n = 0;"
+        "c.port1.onmessage = () => { t.dataset.n = ++n;"
+        " if (performance.now() < end) { c.port2.postMessage(0); } else { t.textContent = 'after'; } };"
+        "c.port2.postMessage(0)"
+    )
+    assert after_explicit_wait(loop, browser, "<p id=t>before</p>", chain, 5000) == (True, "after")
+
+
+def _silent_wav(seconds: float) -> str:
+    """A data URL of ``seconds`` of silence: media that plays on by itself."""
+    import base64
+    import io
+    import wave
+
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(1)
+        w.setframerate(8000)
+        w.writeframes(b"\x80" * int(8000 * seconds))
+    return "data:audio/wav;base64," + base64.b64encode(out.getvalue()).decode()
+
+
+@pytest.mark.parametrize(
+    "opaque",
+    [
+        "setInterval(() => {}, 60000)",  # an interval: when it fires next is not tracked
+        "setTimeout('1', 60000)",  # a timer given as a string
+        "new WebSocket('ws://127.0.0.1:9/')",  # a socket may bring a message at any time
+        "new BroadcastChannel('x')",  # so may another page
+        "indexedDB.open('x')",  # its callbacks are not tracked
+        f"const a = new Audio('{_silent_wav(30)}'); a.loop = true; a.play()",  # playing media (not in the page)
+    ],
+    ids=["interval", "string-timer", "websocket", "broadcast-channel", "indexeddb", "media"],
+)
+def test_an_explicit_wait_is_waited_out_when_the_page_has_anything_untracked(loop, browser, opaque):
+    assert after_explicit_wait(loop, browser, "<p>x</p>", opaque, 300) == (False, "x")

@@ -71,6 +71,7 @@ def spec_task(root: Path, criteria: str = CRITERIA, config: str = CONFIG) -> Pat
     return root
 
 
+@pytest.mark.duration(47)
 def test_specs_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_path):
     root = spec_task(tmp_path / "suite")
     oracle = verdicts(tmp_path, root, "oracle")
@@ -91,6 +92,7 @@ def test_specs_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_p
     assert code == 0, out
 
 
+@pytest.mark.duration(38)
 def test_a_runner_that_crashes_or_a_test_that_does_not_exist_is_ungraded_never_a_zero(tmp_path):
     renamed = CRITERIA.replace("the note thanks the visitor", "no such test")
     got = verdicts(tmp_path, spec_task(tmp_path / "a", renamed), "oracle")
@@ -206,6 +208,7 @@ criteria:
 """
 
 
+@pytest.mark.duration(45)
 def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_run_decides(tmp_path):
     runs = tmp_path / "runs.txt"
     root = spec_task(tmp_path / "suite", TIMED_CRITERIA.replace("RUNS_FILE", str(runs)))

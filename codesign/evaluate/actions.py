@@ -100,7 +100,9 @@ async def perform(loaded: LoadedPage, name: str, s: Any, session: EvidenceSessio
             if failed:
                 raise StepCheckFailed(failed)
         case "wait":
-            await page.wait_for_timeout(s.ms)  # the task author's explicit wait (an animation, a debounce)
+            # The task author's explicit wait (an animation, a debounce): the page as it is s.ms later, sooner
+            # when nothing could change it before then (codesign.runtime.waiting).
+            await waiting.explicit_wait(page, s.ms, loaded.inflight)
         case "wait_for":
             if s.state in ("attached", "visible"):  # something to appear: decided on the settled page
                 await el(enabled=False, visible=s.state == "visible")

@@ -8,6 +8,12 @@
   no running animation or transition, no fetch or XMLHttpRequest unanswered (``PENDING_JS``, installed in
   every page before the app's scripts). Events, not a count of frames, decide; a page with anything
   pending waits the full count as before.
+- A task's explicit ``wait: {ms}`` step shows the page as it is ``ms`` later by the page's clock. It ends
+  sooner when nothing could change the page before then: ``FAST_QUIET_FRAMES`` frames without a mutation
+  and nothing due within what is left of the wait — no timer, no interval at all, no frame or idle callback,
+  no animation, no request, no playing media, and nothing whose events codesign cannot see (a socket, an
+  event stream, a worker, IndexedDB, a timer given as a string). Until then it waits, so the state it shows
+  is the state at ``ms``; a page with anything opaque waits out the full time as before.
 - A step's target that does not exist, is hidden or is disabled once the page has settled fails at once,
   saying so. A target that is there gets as long as it needs to become actionable (stable, not covered),
   up to ``ACTION_BOUND_S``.
@@ -47,14 +53,16 @@ PENDING_JS = """(() => {
   if (w.__codesignPending) { return; }
   const now = () => performance.now();
   const timeouts = new Map(), intervals = new Map(), frames = new Set(), idles = new Set();
-  let requests = 0;
+  let requests = 0, opaque = false;  // opaque: something whose events are not tracked (see the module)
+  const media = new Set();
   const st = w.setTimeout, si = w.setInterval, ct = w.clearTimeout, ci = w.clearInterval;
   const raf = w.requestAnimationFrame, caf = w.cancelAnimationFrame;
   const ric = w.requestIdleCallback, cic = w.cancelIdleCallback;
   const hidden = (name, value) => Object.defineProperty(w, name, {value, enumerable: false});
   hidden("__codesignRaf", raf.bind(w));
+  hidden("__codesignTimer", (fn, ms) => { const id = st.call(w, fn, ms); return () => ct.call(w, id); });
   w.setTimeout = function (fn, delay, ...rest) {
-    if (typeof fn !== "function") { return st.call(w, fn, delay, ...rest); }
+    if (typeof fn !== "function") { opaque = true; return st.call(w, fn, delay, ...rest); }
     let id;
     id = st.call(w, function () { timeouts.delete(id); return fn.apply(this, arguments); }, delay, ...rest);
     timeouts.set(id, now() + Math.max(0, Number(delay) || 0));
@@ -62,7 +70,7 @@ PENDING_JS = """(() => {
   };
   w.setInterval = function (fn, delay, ...rest) {
     const id = si.call(w, fn, delay, ...rest);
-    if (typeof fn === "function") { intervals.set(id, Math.max(0, Number(delay) || 0)); }
+    if (typeof fn === "function") { intervals.set(id, Math.max(0, Number(delay) || 0)); } else { opaque = true; }
     return id;
   };
   w.clearTimeout = function (id) { timeouts.delete(id); intervals.delete(id); return ct.call(w, id); };
@@ -104,8 +112,28 @@ PENDING_JS = """(() => {
     this.addEventListener("loadend", done);
     try { return send.apply(this, arguments); } catch (e) { done(); throw e; }
   };
-  hidden("__codesignPending", (horizon) => {
+  const opens = (owner, name) => {  // constructing one (or calling owner[name]) makes the page opaque
+    const original = owner && owner[name];
+    if (typeof original !== "function") { return; }
+    owner[name] = new Proxy(original, {
+      construct(target, args, newTarget) { opaque = true; return Reflect.construct(target, args, newTarget); },
+      apply(target, self, args) { opaque = true; return Reflect.apply(target, self, args); },
+    });
+  };
+  for (const name of ["WebSocket", "EventSource", "Worker", "SharedWorker", "BroadcastChannel"]) { opens(w, name); }
+  if (w.IDBFactory) { opens(w.IDBFactory.prototype, "open"); }
+  if (w.HTMLMediaElement) {  // an element playing out of the document too (new Audio())
+    const play = w.HTMLMediaElement.prototype.play;
+    w.HTMLMediaElement.prototype.play = function () { media.add(this); return play.apply(this, arguments); };
+  }
+  // strict: for an explicit wait, which must not end before anything that could change the page.
+  hidden("__codesignPending", (horizon, strict) => {
     if (requests > 0 || frames.size > 0 || idles.size > 0) { return true; }
+    if (strict && (opaque || intervals.size > 0)) { return true; }
+    if (strict) {
+      for (const m of document.querySelectorAll("audio, video")) { media.add(m); }
+      for (const m of media) { if (!m.paused && !m.ended) { return true; } }
+    }
     const t = now();
     for (const due of timeouts.values()) { if (due - t <= horizon) { return true; } }
     for (const period of intervals.values()) { if (period <= horizon) { return true; } }
@@ -135,6 +163,44 @@ _QUIET_JS = """async ([needed, most, fast, horizon]) => {
   } finally { observer.disconnect(); }
   return done(quiet >= needed);
 }"""
+
+
+# An explicit wait of ``ms`` by the page's clock, ended early only when nothing could change the page before
+# then (the module). Returns the milliseconds it waited and whether it ended early. Timers are compared with a
+# margin: one due right at the end may fire in the wait's last frame.
+_WAIT_JS = """async ([ms, fast, margin]) => {
+  const frame = window.__codesignRaf || window.requestAnimationFrame.bind(window);
+  const timer = window.__codesignTimer || ((fn, t) => { const id = setTimeout(fn, t); return () => clearTimeout(id); });
+  const pending = window.__codesignPending;
+  const start = performance.now();
+  let quiet = 0;
+  const observer = new MutationObserver(() => { quiet = 0; });
+  observer.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  let early = false;
+  try {
+    for (let left = ms; left > 0; left = ms - (performance.now() - start)) {
+      if (pending && quiet >= fast && !pending(left + margin, true)) { early = true; break; }
+      // a frame, or the rest of the wait if that is shorter (frames pause in a page that is not shown)
+      await new Promise(r => { const cancel = timer(r, left); frame(() => { cancel(); r(); }); });
+      quiet++;
+    }
+  } finally { observer.disconnect(); }
+  return [performance.now() - start, early];
+}"""
+WAIT_MARGIN_MS = 50
+
+
+async def explicit_wait(page: Any, ms: int, inflight: set[Any] | None = None) -> bool:
+    """A task's ``wait: {ms}`` step (see the module); True when it ended early. A request the browser sees in
+    flight (one the page's scripts did not make: an image, a stylesheet) holds the wait to its full time."""
+    if inflight:
+        await page.wait_for_timeout(ms)
+        return False
+    waited, early = await bounded(page.evaluate(_WAIT_JS, [ms, FAST_QUIET_FRAMES, WAIT_MARGIN_MS]), page, "waiting")
+    if early and inflight:  # a request started meanwhile: the rest of the time, as before
+        await page.wait_for_timeout(max(0.0, ms - waited))
+        return False
+    return bool(early)
 
 
 class AppUnresponsive(Exception):

@@ -40,6 +40,17 @@ def _docker_client(timeout: int = 10):
     return client
 
 
+def answers() -> bool:
+    """True when a Docker Engine answers at ``docker_host()`` now (a pidfile left by a killed one does not count)."""
+    import docker as docker_sdk
+
+    try:
+        _docker_client()
+    except docker_sdk.errors.DockerException:
+        return False
+    return True
+
+
 def docker() -> str:
     """A running Docker Engine: the one at ``$DOCKER_HOST`` if it answers, else Debian's ``docker.io``
     installed (as root) and ``dockerd`` started in the background with its state under ``$CODESIGN_DOCKER_RUN``."""
