@@ -175,6 +175,28 @@ def test_a_node_that_is_not_ready_is_reported_by_name_before_any_trial(tmp_path,
         RayExecutor(num_workers=1).run(specs, seen.append)
 
 
+@pytest.mark.ray
+def test_a_solve_only_run_never_launches_a_browser_and_a_grading_run_checks_it(tmp_path, ray_instance):
+    """A node's browser is checked (launched for real) only when the run grades: a solve-only run's actors run
+    their trials without one, so a node with no working Chromium still solves."""
+    from codesign.execute.ray_pool import RayExecutor
+    from codesign.runner import trial_specs
+
+    cfg = compose_config("tasks.include=[me-bakery-header-mockup]")
+    specs = [vars(s) for s in trial_specs(cfg, [("me-bakery-header-mockup", SUITE / "me-bakery-header-mockup")])]
+    specs[0]["store_root"] = str(tmp_path / "store")
+    missing = str(tmp_path / "no-chromium")
+    seen: list = []
+    with pytest.raises(EnvironmentSetupError) as err:
+        RayExecutor(num_workers=1, browser_executable=missing).run(specs, seen.append)
+    assert f"Chromium: browser {missing!r} does not exist" in str(err.value) and seen == []
+
+    specs[0]["evaluate"] = False
+    records = RayExecutor(num_workers=1, browser_executable=missing).run(specs, seen.append)
+    assert [(r.status, r.evaluation) for r in records] == [("solved", None)] and len(seen) == 1
+    assert records[0].telemetry is not None and records[0].telemetry.exit_status == "submitted"  # the oracle's
+
+
 def test_a_node_that_does_not_see_the_drivers_store_is_named(tmp_path):
     """A local-path store on a cluster must be one shared disk: a node reading another disk has no check file."""
     from codesign.execute.prerequisites import NodeRequirements, node_problems, store_token

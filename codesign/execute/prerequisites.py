@@ -31,6 +31,9 @@ class NodeRequirements:
     store_token_path: str | None = None  # a file the driver wrote in the store (relative to it) ...
     store_token: str | None = None  # ... with this content: a node that reads it sees the driver's store
     keys: list[str] = field(default_factory=list)  # environment variables the run's models need
+    # Whether the run's trials grade (a browser is needed). A solve-only run's actors never launch Chromium:
+    # launching it only to check it cost each actor ~1 CPU-s before its first trial.
+    browser: bool = True
 
 
 def store_token(store_uri: str) -> tuple[str, str]:

@@ -70,18 +70,21 @@ class TrialWorker:
 
     @ray.method
     async def check(self, requirements: dict[str, Any]) -> list[str]:
-        """This node's missing prerequisites (empty when ready), the browser launched for real."""
+        """This node's missing prerequisites (empty when ready), the browser launched for real when the run
+        grades."""
         import asyncio
         import socket
 
         from codesign.errors import CodesignError
         from codesign.execute.prerequisites import node_problems
 
-        problems = await asyncio.to_thread(node_problems, NodeRequirements(**requirements))
-        try:
-            await self.browser.get()
-        except CodesignError as e:
-            problems.append(f"{socket.gethostname()}: Chromium: {e}")
+        needs = NodeRequirements(**requirements)
+        problems = await asyncio.to_thread(node_problems, needs)
+        if needs.browser:
+            try:
+                await self.browser.get()
+            except CodesignError as e:
+                problems.append(f"{socket.gethostname()}: Chromium: {e}")
         return problems
 
     @ray.method

@@ -70,6 +70,7 @@ class RayExecutor:
             token_path,
             token,
             sorted(needed_keys(specs)),
+            browser=any(spec.get("evaluate", True) for spec in specs),
         )
         here = on_driver_node()
         lease_s = lease_seconds()  # the driver's, for every keeper and worker of the run

@@ -38,10 +38,11 @@ class LoopbackHandler(LoopbackMixin, BaseHTTPRequestHandler):
 class LoopbackServer(ThreadingHTTPServer):
     """A threaded server on 127.0.0.1 and a free port. The listen backlog is a class attribute because
     ``listen()`` runs in the constructor: the default of 5 resets connections when 64 trials (or a
-    browser's parallel requests) connect at once."""
+    browser's parallel requests) connect at once, and 256 reset one call in 300 when 300 clients called the
+    scripted model at once (twice in two runs; capacity.py keeps 256 trials in flight)."""
 
     daemon_threads = True
-    request_queue_size = 256
+    request_queue_size = 1024
 
     def __init__(self, handler: Callable[..., BaseHTTPRequestHandler], port: int = 0):
         super().__init__(("127.0.0.1", port), handler)
