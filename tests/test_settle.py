@@ -5,6 +5,7 @@ page takes depends on load, what the settle waited for does not)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -14,10 +15,10 @@ from codesign.runtime.waiting import FAST_QUIET_FRAMES, QUIET_FRAMES, explicit_w
 pytestmark = pytest.mark.browser
 
 
-def frames_to_settle(loop, browser, html: str, before: str = "") -> tuple[int, Any]:
-    """Open ``html``, run ``before`` in it, settle; the frames that took, and the page's final text."""
+def on_page(loop, browser, html: str, before: str, then: Callable[[Any], Awaitable[Any]]) -> Any:
+    """Open ``html``, settle what loading scheduled, run ``before`` in it (started, not awaited), then ``then``."""
 
-    async def go() -> tuple[int, Any]:
+    async def go() -> Any:
         context = await browser.context("desktop")
         try:
             page = await context.new_page()
@@ -25,15 +26,24 @@ def frames_to_settle(loop, browser, html: str, before: str = "") -> tuple[int, A
             # the page's scripts run; set_content would reuse the blank document).
             await page.route("http://app.test/", lambda route: route.fulfill(body=html, content_type="text/html"))
             await page.goto("http://app.test/")
-            await settle(page)  # what loading scheduled is done
-            if before:
-                await page.evaluate(f"() => {{ {before}; }}")  # started, not awaited
             await settle(page)
-            return await page.evaluate("window.__codesignSettleFrames"), await page.inner_text("body")
+            if before:
+                await page.evaluate(f"() => {{ {before}; }}")
+            return await then(page)
         finally:
             await context.close()
 
     return loop.run(go())
+
+
+def frames_to_settle(loop, browser, html: str, before: str = "") -> tuple[int, Any]:
+    """Open ``html``, run ``before`` in it, settle; the frames that took, and the page's final text."""
+
+    async def then(page: Any) -> tuple[int, Any]:
+        await settle(page)
+        return await page.evaluate("window.__codesignSettleFrames"), await page.inner_text("body")
+
+    return on_page(loop, browser, html, before, then)
 
 
 def test_a_quiet_page_settles_after_the_short_count(loop, browser):
@@ -84,21 +94,11 @@ def after_explicit_wait(loop, browser, html: str, before: str, ms: int) -> tuple
     """Open ``html``, settle, run ``before`` in it, then a task's ``wait: {ms}``: whether it ended early, and
     the page's text right after it (no settle in between: what the wait itself showed)."""
 
-    async def go() -> tuple[bool, Any]:
-        context = await browser.context("desktop")
-        try:
-            page = await context.new_page()
-            await page.route("http://app.test/", lambda route: route.fulfill(body=html, content_type="text/html"))
-            await page.goto("http://app.test/")
-            await settle(page)
-            if before:
-                await page.evaluate(f"() => {{ {before}; }}")
-            early = await explicit_wait(page, ms)
-            return early, await page.inner_text("body")
-        finally:
-            await context.close()
+    async def then(page: Any) -> tuple[bool, Any]:
+        early = await explicit_wait(page, ms)
+        return early, await page.inner_text("body")
 
-    return loop.run(go())
+    return on_page(loop, browser, html, before, then)
 
 
 def test_an_explicit_wait_on_a_quiet_page_ends_early_and_shows_what_the_full_wait_would(loop, browser):
