@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from codesign.runtime.waiting import FAST_QUIET_FRAMES, QUIET_FRAMES, explicit_wait, settle
+from codesign.runtime.waiting import FAST_QUIET_FRAMES, PENDING_HORIZON_MS, QUIET_FRAMES, explicit_wait, settle
 
 pytestmark = pytest.mark.browser
 
@@ -106,9 +106,14 @@ def test_an_explicit_wait_on_a_quiet_page_ends_early_and_shows_what_the_full_wai
     # A change due within the wait is waited for and seen, then the wait ends.
     change = "setTimeout(() => { t.textContent = 'after'; }, 300)"
     assert after_explicit_wait(loop, browser, "<p id=t>before</p>", change, 5000) == (True, "after")
-    # One due after the wait would have ended cannot be in what it shows: not waited for, and not there.
+    # One due after the wait and the settle that follows it would have ended cannot be in what the step shows:
+    # not waited for, and not there.
     late = "setTimeout(() => { t.textContent = 'after'; }, 60000)"
     assert after_explicit_wait(loop, browser, "<p id=t>before</p>", late, 500) == (True, "before")
+    # One due after the wait but within the settle's horizon past its end is what the step's settle would have
+    # waited for after the full wait: the wait runs its full time (and the settle after it sees the change).
+    near = f"setTimeout(() => {{ t.textContent = 'after'; }}, {300 + PENDING_HORIZON_MS // 2})"
+    assert after_explicit_wait(loop, browser, "<p id=t>before</p>", near, 300) == (False, "before")
     # A running animation is waited out, and what its end does is seen.
     animated = "t.animate([{opacity: 0}, {opacity: 1}], {duration: 400}).onfinish = () => { t.textContent = 'after'; }"
     assert after_explicit_wait(loop, browser, "<p id=t>before</p>", animated, 5000) == (True, "after")

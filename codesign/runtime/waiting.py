@@ -8,9 +8,10 @@
   no running animation or transition, no fetch or XMLHttpRequest unanswered (``PENDING_JS``, installed in
   every page before the app's scripts). Events, not a count of frames, decide; a page with anything
   pending waits the full count as before.
-- A task's explicit ``wait: {ms}`` step shows the page as it is ``ms`` later by the page's clock. It ends
-  sooner when nothing could change the page before then: ``FAST_QUIET_FRAMES`` frames without a mutation
-  and nothing due within what is left of the wait — no timer, no interval at all, no frame or idle callback,
+- A task's explicit ``wait: {ms}`` step shows the page as it is ``ms`` later by the page's clock (and, as every
+  step, settled after). It ends sooner when nothing could change the page before then: ``FAST_QUIET_FRAMES``
+  frames without a mutation and nothing due within what is left of the wait plus ``PENDING_HORIZON_MS`` (what
+  the settle after the full wait would wait for) — no timer, no interval at all, no frame or idle callback,
   no animation, no request, no playing media, and nothing whose events codesign cannot see (a socket, an
   event stream, a worker, IndexedDB, a timer given as a string). Until then it waits, so the state it shows
   is the state at ``ms``; a page with anything opaque waits out the full time as before.
@@ -166,9 +167,11 @@ _QUIET_JS = """async ([needed, most, fast, horizon]) => {
 
 
 # An explicit wait of ``ms`` by the page's clock, ended early only when nothing could change the page before
-# then (the module). Returns the milliseconds it waited and whether it ended early. Timers are compared with a
-# margin: one due right at the end may fire in the wait's last frame.
-_WAIT_JS = """async ([ms, fast, margin]) => {
+# then (the module). Returns the milliseconds it waited and whether it ended early. A step's settle follows the
+# wait and waits for timers due within ``horizon`` of its start, so the early end looks that far past the wait's
+# end too (what the settle after the full wait would have waited for); ``margin``: a timer due right at the end
+# may fire in the wait's last frame.
+_WAIT_JS = """async ([ms, fast, horizon, margin]) => {
   const frame = window.__codesignRaf || window.requestAnimationFrame.bind(window);
   const timer = window.__codesignTimer || ((fn, t) => { const id = setTimeout(fn, t); return () => clearTimeout(id); });
   const pending = window.__codesignPending;
@@ -179,7 +182,7 @@ _WAIT_JS = """async ([ms, fast, margin]) => {
   let early = false;
   try {
     for (let left = ms; left > 0; left = ms - (performance.now() - start)) {
-      if (pending && quiet >= fast && !pending(left + margin, true)) { early = true; break; }
+      if (pending && quiet >= fast && !pending(left + horizon + margin, true)) { early = true; break; }
       // a frame, or the rest of the wait if that is shorter (frames pause in a page that is not shown)
       await new Promise(r => { const cancel = timer(r, left); frame(() => { cancel(); r(); }); });
       quiet++;
@@ -196,7 +199,8 @@ async def explicit_wait(page: Any, ms: int, inflight: set[Any] | None = None) ->
     if inflight:
         await page.wait_for_timeout(ms)
         return False
-    waited, early = await bounded(page.evaluate(_WAIT_JS, [ms, FAST_QUIET_FRAMES, WAIT_MARGIN_MS]), page, "waiting")
+    args = [ms, FAST_QUIET_FRAMES, PENDING_HORIZON_MS, WAIT_MARGIN_MS]
+    waited, early = await bounded(page.evaluate(_WAIT_JS, args), page, "waiting")
     if early and inflight:  # a request started meanwhile: the rest of the time, as before
         await page.wait_for_timeout(max(0.0, ms - waited))
         return False
