@@ -56,15 +56,13 @@ def docker() -> str:
     installed (as root) and ``dockerd`` started in the background with its state under ``$CODESIGN_DOCKER_RUN``."""
     import docker as docker_sdk
 
-    try:
-        _docker_client()
+    if answers():
         return docker_host()
-    except docker_sdk.errors.DockerException:
-        if os.environ.get("DOCKER_HOST"):
-            raise EngineUnavailable(
-                f"no Docker Engine answers at $DOCKER_HOST={os.environ['DOCKER_HOST']}",
-                "start it, or unset DOCKER_HOST to let codesign start its own",
-            ) from None
+    if os.environ.get("DOCKER_HOST"):
+        raise EngineUnavailable(
+            f"no Docker Engine answers at $DOCKER_HOST={os.environ['DOCKER_HOST']}",
+            "start it, or unset DOCKER_HOST to let codesign start its own",
+        )
     if not shutil.which("dockerd"):
         if not can_apt():
             raise EngineUnavailable("Docker Engine is not installed", "install Docker, or run as root with apt")
