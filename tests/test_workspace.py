@@ -122,6 +122,35 @@ def test_confined_sandbox_hides_tasks_and_cuts_the_network(tmp_path, outside_ser
     assert "outside service answered" in host.stdout and hits == ["/probe"]
 
 
+def test_the_bubblewrap_check_binds_a_folder_of_its_own_and_asks_again_after_a_failure(tmp_path, monkeypatch):
+    """The check a cell makes before it starts binds no shared folder: binding the system temp folder copied every
+    mount under it, and a fresh machine's Docker Engine mounts and unmounts container filesystems there (one
+    vanishing mid-check failed all cells of a run). A failed check is not remembered: the next one asks again."""
+    import shutil
+    import subprocess
+
+    from codesign.sandbox import local
+
+    if not shutil.which("bwrap"):
+        unavailable("bubblewrap is not installed (python -m codesign.install run)")
+    real_run, real_argv, ran = subprocess.run, local.bwrap_argv, []
+
+    def recording(argv, **kwargs):
+        ran.append(list(argv))
+        return real_run(argv, **kwargs)
+
+    monkeypatch.setattr(local, "_BWRAP_WORKED", False)
+    monkeypatch.setattr(local.tempfile, "tempdir", str(tmp_path))  # the system temp folder, as the check sees it
+    monkeypatch.setattr(subprocess, "run", recording)
+    monkeypatch.setattr(local, "bwrap_argv", lambda inner, *a, **k: ["bwrap", "--no-such-option", *inner])
+    assert "--no-such-option" in (local._bwrap_works() or "")  # bubblewrap's own words
+    monkeypatch.setattr(local, "bwrap_argv", real_argv)
+    assert local._bwrap_works() is None  # asked again, and it works
+    binds = [argv[i + 1] for argv in ran[1:] for i, arg in enumerate(argv) if arg == "--bind"]
+    assert binds and all(Path(b).is_relative_to(tmp_path) for b in binds)
+    assert str(tmp_path) not in binds and list(tmp_path.iterdir()) == []  # its own folder, removed after
+
+
 def test_scratch_folders_of_dead_runs_are_swept_and_live_ones_kept(tmp_path):
     from codesign.sandbox import scratch
 

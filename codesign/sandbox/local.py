@@ -13,7 +13,6 @@ socket, nothing else of the host's network is reachable.
 from __future__ import annotations
 
 import contextlib
-import functools
 import shutil
 import subprocess
 import tempfile
@@ -30,13 +29,25 @@ from codesign.sandbox.processes import ServeError, free_port, kill_group, run_in
 from codesign.sandbox.relay import RELAY_JS, Relay
 from codesign.workspace import copy_tree
 
+_BWRAP_WORKED = False  # once it has worked in this process it keeps working: checked once
 
-@functools.cache
+
 def _bwrap_works() -> str | None:
-    """None when bubblewrap can create its namespaces here, else why not (e.g. user namespaces disabled)."""
-    probe = LocalSandbox(Path(tempfile.gettempdir()), Path(tempfile.gettempdir()), confine=True, network=False)
-    proc = subprocess.run(probe.argv("true"), capture_output=True, text=True, cwd="/")
-    return None if proc.returncode == 0 else (proc.stderr.strip() or f"exit code {proc.returncode}")
+    """None when bubblewrap can create its namespaces here, else why not (e.g. user namespaces disabled). The
+    probe sandbox lives in an empty folder of its own, not in the system temp folder: binding that would copy
+    every mount under it, and on a fresh machine whose Docker Engine keeps its data there, a container's
+    overlay unmounted at that moment failed the probe ("Can't bind mount /oldroot/tmp on /newroot/tmp: Unable
+    to apply mount flags: remount …/overlay2/…/merged: No such file or directory") and, the answer being
+    kept for the process, every cell of the run. A failure is not kept: the next check asks again."""
+    global _BWRAP_WORKED
+    if _BWRAP_WORKED:
+        return None
+    with tempfile.TemporaryDirectory(prefix="codesign-bwrap-check-") as folder:
+        probe = LocalSandbox(Path(folder) / "ws", Path(folder) / "home", confine=True, network=False)
+        probe.workspace.mkdir()
+        proc = subprocess.run(probe.argv("true"), capture_output=True, text=True, cwd="/")
+    _BWRAP_WORKED = proc.returncode == 0
+    return None if _BWRAP_WORKED else (proc.stderr.strip() or f"exit code {proc.returncode}")
 
 
 @dataclass
