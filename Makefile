@@ -23,11 +23,12 @@ $(STAMP): pyproject.toml
 run: setup
 	$(PY) -m codesign
 
-# Three workers on 2 cores: many tests wait (on leases, caps, servers, Playwright's failing expects), and with
-# two workers the cores were 81 % busy (phase 810 s); with three, 95 % (671 s). Then what must have the machine
-# to itself. A test that needs the Docker Engine runs on one worker (tests/conftest.py).
+# Four workers on 2 cores: many tests wait (on leases, caps, servers, Playwright's failing expects). With two
+# workers the cores were 81 % busy, with three ~90-95 %, with four 99-100 % in every minute of a fresh-machine
+# run (first phase 785-824 s against 814-869 s with three). Then what must have the machine to itself. A test
+# that needs the Docker Engine runs on one worker (tests/conftest.py).
 test: setup-test
-	$(PY) -m pytest -q -n 3 --dist loadgroup -m "not alone" --durations=15
+	$(PY) -m pytest -q -n 4 --dist loadgroup -m "not alone" --durations=15
 	$(PY) -m pytest -q -m alone --durations=15
 
 # Style, types and layers: what `.ci/run` checks before the tests (only the venv is needed, no programs).
