@@ -203,10 +203,14 @@ class _Handler(LoopbackHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if len(raw) < length:  # the client went away mid-request (a reset connection): no one to answer
+            self.close_connection = True
+            return
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
-        except json.JSONDecodeError:
-            self._json(400, {"error": {"message": "body is not JSON"}})
+            body = json.loads(raw)
+        except json.JSONDecodeError:  # an empty body too: it was read as `{}` once, and a policy then failed on it
+            self._json(400, {"error": {"message": "body is not JSON" if raw else "empty body"}})
             return
         path = self.path.split("?")[0]
         if path.endswith("/messages/count_tokens"):
