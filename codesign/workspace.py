@@ -7,6 +7,7 @@ and what an evaluator sweep re-materializes.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import shutil
@@ -45,8 +46,38 @@ def _git(
     )
 
 
-def copy_tree(src: Path, dst: Path, skip: tuple[str, ...] = ("node_modules", "dist", ".vite")) -> None:
+COPY_SKIP = ("node_modules", "dist", ".vite")  # generated trees a workspace gets from the cache or a build
+
+
+def copy_tree(src: Path, dst: Path, skip: tuple[str, ...] = COPY_SKIP) -> None:
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(*skip), symlinks=True, dirs_exist_ok=True)
+
+
+def state_hash(src: Path, skip: tuple[str, ...] = COPY_SKIP) -> str:
+    """What :func:`copy_tree` of ``src`` puts in a workspace, as git would snapshot it: each path, whether it is
+    a symlink (and to what) or a file (its bytes and executable bit). Copies with one state hash share one
+    baseline snapshot (:class:`Baselines`), whichever task they came from."""
+    h = hashlib.sha256()
+    ignored = shutil.ignore_patterns(*skip)
+
+    def walk(folder: str, rel: str) -> None:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        left_out = ignored(folder, [e.name for e in entries])
+        for e in entries:
+            if e.name in left_out:
+                continue
+            name = f"{rel}{e.name}".encode()
+            if e.is_symlink():
+                h.update(b"L\0" + name + b"\0" + os.readlink(e.path).encode() + b"\0")
+            elif e.is_dir():
+                walk(e.path, f"{rel}{e.name}/")
+            else:
+                executable = b"x" if e.stat().st_mode & 0o111 else b"-"
+                with open(e.path, "rb") as f:
+                    h.update(b"F" + executable + b"\0" + name + b"\0" + hashlib.sha256(f.read()).digest())
+
+    walk(str(src), "")
+    return h.hexdigest()
 
 
 class Baselines:

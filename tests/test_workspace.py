@@ -255,3 +255,38 @@ def test_workspaces_of_one_state_share_its_snapshot_and_each_diff_is_its_own(tmp
     (start / "keep.txt").write_text("kept\n")
     apply_patch(start, baselines[3].diff())
     assert (start / "index.html").read_text() == "<h1>B2</h1>\n"
+
+
+def test_the_state_hash_names_what_a_copy_holds_as_git_sees_it(tmp_path):
+    """Two tasks' apps with the same files share one baseline snapshot; anything git would record differently —
+    a byte, a path, the executable bit, a symlink for a file or another link target — is another state, and what
+    a copy leaves out (node_modules, dist) is not part of it."""
+    from codesign.workspace import state_hash
+
+    def app(name: str) -> Path:
+        root = tmp_path / name
+        (root / "src").mkdir(parents=True)
+        (root / "index.html").write_text("<h1>Hello</h1>\n")
+        (root / "src" / "main.js").write_text("console.log(1)\n")
+        (root / "run.sh").write_text("#!/bin/sh\n")
+        (root / "link").symlink_to("index.html")
+        return root
+
+    first = state_hash(app("a"))
+    assert state_hash(app("b")) == first
+    (tmp_path / "b" / "node_modules" / "x").mkdir(parents=True)
+    (tmp_path / "b" / "node_modules" / "x" / "index.js").write_text("left out\n")
+    (tmp_path / "b" / "dist").mkdir()
+    assert state_hash(tmp_path / "b") == first
+    changes = {
+        "content": lambda r: (r / "src" / "main.js").write_text("console.log(2)\n"),
+        "path": lambda r: (r / "src" / "main.js").rename(r / "src" / "app.js"),
+        "mode": lambda r: (r / "run.sh").chmod(0o755),
+        "link target": lambda r: ((r / "link").unlink(), (r / "link").symlink_to("run.sh")),
+        "link for a file": lambda r: ((r / "index.html").unlink(), (r / "index.html").symlink_to("run.sh")),
+        "file for a link": lambda r: ((r / "link").unlink(), (r / "link").write_text("<h1>Hello</h1>\n")),
+        "empty file added": lambda r: (r / "src" / "empty.js").write_text(""),
+    }
+    for what, change in changes.items():
+        change(app(what))
+        assert state_hash(tmp_path / what) != first, what

@@ -22,7 +22,7 @@ from codesign.solve.ended import Ended
 from codesign.solve.preview import Preview
 from codesign.solve.recorder import SolveRecorder
 from codesign.tasks.loader import Task
-from codesign.workspace import Baseline, Baselines, copy_tree
+from codesign.workspace import Baseline, Baselines, copy_tree, state_hash
 
 ATTACHMENTS_DIR = "_attachments"  # inside the workspace, excluded from the diff
 
@@ -76,7 +76,7 @@ def prepare_workspace(task: Task, scratch: Path, node_cache: Path) -> tuple[Path
         for a in task.manifest.attachments:
             shutil.copy2(task.dir / a.path, workspace / ATTACHMENTS_DIR / Path(a.path).name)
     baseline = Baseline(scratch / "baseline.git", workspace, list(env.ignore))
-    baseline.snapshot(_baselines(scratch.parent), task.content_hash)
+    baseline.snapshot(_baselines(scratch.parent), state_hash(task.app_dir))  # tasks of one app share it
     return workspace, baseline
 
 

@@ -8,7 +8,13 @@ from jinja2 import StrictUndefined, Template, Undefined
 
 
 def load(name: str) -> str:
-    return resources.files(__name__).joinpath(name).read_text()
+    """A prompt file's text, read at each call: an edited file changes the solve's key at once."""
+    return _folder().joinpath(name).read_text()
+
+
+@functools.cache
+def _folder() -> Any:
+    return resources.files(__name__)  # finding the package's folder costs more than reading the file
 
 
 @functools.lru_cache(maxsize=64)
