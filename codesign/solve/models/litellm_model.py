@@ -22,6 +22,7 @@ from codesign._types import Count, NonNegative, Seconds, Usage
 from codesign.errors import ConfigError
 from codesign.runtime.clock import waiting
 from codesign.solve.models.cache import CacheMode, keep, lookup, response_key
+from codesign.solve.models.connections import per_thread_client
 from codesign.solve.models.limits import endpoint_slot, endpoint_slot_async
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,10 @@ def _litellm() -> Any:
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
     litellm.drop_params = True  # a provider that lacks e.g. `seed` gets the call without it
+    if litellm.client_session is None:  # trial threads each get a connection pool (codesign.solve.models.connections)
+        from litellm.llms.custom_httpx.http_handler import get_ssl_configuration
+
+        litellm.client_session = per_thread_client(get_ssl_configuration())
     return litellm
 
 
