@@ -10,9 +10,10 @@ Measured side by side in one run, with the `native` harness against the scripted
   per turn   — CPU of one more agent turn that runs `true` in the `confined` (bubblewrap) sandbox: this
                process's share (model client, tool call, trajectory), and the command's own processes;
   throughput — N trials (default 200), every model call taking 0.2 s, 64 trials in flight, solving
-               only; as a fraction of the reachable rate (64 trials in flight, 2 calls each:
-               N × 2 × 0.2 s / 64 seconds at best), for the Ray executor (2 actors × 32) and, as a
-               reference, the inline executor (plain asyncio in one process).
+               only; as a fraction of the reachable rate (64 trials in flight, 2 calls each: 160 trials/s
+               at best), for the Ray executor (2 actors × 32) and, as a reference, the inline executor
+               (plain asyncio in one process): the whole run of N, and the steady rate — runs of N and 2N,
+               the N more trials over the time they added (a pool's start left out).
 
     python benchmarks/solvers.py [--trials 200]
 """
@@ -168,20 +169,27 @@ def main(trials: int, runs: int = 3, batch: int = 10, turns: int = 12) -> None:
         print(f"CPU per agent turn (a model call, then `true` in the confined sandbox): {own:.1f} ms in codesign's "
               f"process, {total - own:.1f} ms in the command's processes (bubblewrap, bash)")  # fmt: skip
 
-        ideal = trials * CALLS_PER_TRIAL * 0.2 / 64
+        # Runs of N and 2N trials: their difference is the pool's steady rate, without its start (Ray's actors
+        # are new processes that import litellm, ~3 CPU-s each; the inline executor's process has it already).
+        make_suite(tmp / "double", 2 * trials)
+        reachable = 64 / (CALLS_PER_TRIAL * 0.2)  # trials per second at best
         slow_proc, slow = serve_in_subprocess("solvers:policy", 0.2)
+        inline = ["executor=inline", "executor.max_concurrency=64", "stages.evaluate=false"]
+        ray = ["executor=ray", "executor.num_workers=2", "executor.max_concurrency=32", "stages.evaluate=false"]
+        walls: dict[str, list[float]] = {}
         with quiet:
-            inline_s = cell(slow, tmp / "many", tmp / "inline", "executor=inline", "executor.max_concurrency=64",
-                            "stages.evaluate=false")[0]  # fmt: skip
             cell(slow, tmp / "one", tmp / "warm", "executor=ray", "stages.evaluate=false")  # Ray start-up
-            ray_s = cell(slow, tmp / "many", tmp / "ray", "executor=ray", "executor.num_workers=2",
-                         "executor.max_concurrency=32", "stages.evaluate=false")[0]  # fmt: skip
+            for name, overrides in (("ray", ray), ("inline", inline)):
+                walls[name] = [cell(slow, tmp / suite, tmp / f"{name}-{suite}", *overrides)[0]
+                               for suite in ("many", "double")]  # fmt: skip
         slow_proc.kill()
-        print(f"throughput, {trials} native trials, 0.2 s per model call, 64 in flight (reachable: {ideal:.1f} s):")
-        print(f"  ray executor (2 actors x 32): {ray_s:6.1f} s = {trials / ray_s:5.1f} trials/s = "
-              f"{ideal / ray_s:.2f} of the reachable rate")  # fmt: skip
-        print(f"  inline executor (asyncio):    {inline_s:6.1f} s = {trials / inline_s:5.1f} trials/s = "
-              f"{ideal / inline_s:.2f} of the reachable rate")  # fmt: skip
+        print(f"throughput, native trials, 0.2 s per model call, 64 in flight (reachable: {reachable:.0f} trials/s):")
+        labels = {"ray": "ray executor (2 actors x 32)", "inline": "inline executor (asyncio)"}
+        for name, (n_s, double_s) in walls.items():
+            added = double_s - n_s  # a tiny run (the smoke test's) can take no longer at 2N: no rate then
+            steady = f"{trials / added / reachable:.2f}" if added > 0 else "n/a"
+            whole = f"{trials} trials {n_s:5.1f} s = {trials / n_s / reachable:.2f} of the reachable rate"
+            print(f"  {labels[name]:30s} {whole}; steady ({2 * trials} - {trials} trials): {steady} of it")
 
 
 if __name__ == "__main__":

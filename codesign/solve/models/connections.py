@@ -38,7 +38,8 @@ class PerThreadTransport(httpx.BaseTransport):
             transport.close()
 
 
-def per_thread_client(verify: Any = True) -> httpx.Client:
-    """What litellm's own synchronous OpenAI client is (redirects followed, ``verify`` as litellm resolves it),
-    with a connection pool per thread."""
-    return httpx.Client(transport=PerThreadTransport(lambda: httpx.HTTPTransport(verify=verify)), follow_redirects=True)
+def per_thread_client(verify: Any = True, http2: bool = False) -> httpx.Client:
+    """What litellm's own synchronous OpenAI client is (redirects followed; ``verify`` and ``http2`` as litellm
+    resolves them), with a connection pool per thread."""
+    transport = PerThreadTransport(lambda: httpx.HTTPTransport(verify=verify, http2=http2))
+    return httpx.Client(transport=transport, follow_redirects=True)

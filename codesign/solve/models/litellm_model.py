@@ -44,9 +44,10 @@ def _litellm() -> Any:
         logging.getLogger(name).setLevel(logging.WARNING)
     litellm.drop_params = True  # a provider that lacks e.g. `seed` gets the call without it
     if litellm.client_session is None:  # trial threads each get a connection pool (codesign.solve.models.connections)
-        from litellm.llms.custom_httpx.http_handler import get_ssl_configuration
+        from litellm.llms.custom_httpx.http_handler import get_ssl_configuration, http2_enabled
 
-        litellm.client_session = per_thread_client(get_ssl_configuration())
+        http2 = http2_enabled()
+        litellm.client_session = per_thread_client(get_ssl_configuration(http2=http2), http2)
     return litellm
 
 
