@@ -211,8 +211,9 @@ def _hostile_policy(paths: list[str], host_url: str, escape: str, package_json: 
 
 @pytest.mark.slow
 @pytest.mark.browser
-# Once, beside the other worker's tests, its evaluation kept no page (cause not found; not seen again in later
-# runs beside three workers, nor with every core saturated by 8 burners): it says what its evaluation kept.
+# Its evaluation kept no page once in CI and once in 24 runs beside three busy workers: vite died of SIGBUS
+# ("Bus error", exit 135) mid-build, recorded as the candidate's failing build. A build killed so is now built
+# again (test_statuses.py); if a page is missing again, the message shows the build logs.
 @pytest.mark.parametrize("sandbox", ["confined", "docker", "local"])
 def test_a_hostile_agent_and_its_build_script_reach_nothing(
     sandbox, tmp_path, suite_copy, planted_secrets, host_service, request, monkeypatch
@@ -269,7 +270,8 @@ def test_a_hostile_agent_and_its_build_script_reach_nothing(
     patch = (trial / "patch.diff").read_text()
     pages = list(trial.glob("evals/*/root@desktop.html"))
     files = sorted(str(p.relative_to(trial)) for p in trial.rglob("*") if p.is_file())
-    assert pages, f"no page evidence; the trial kept {files}; verdicts: {tables['verdicts'].to_dicts()[:3]}"
+    builds = {str(p.relative_to(trial)): p.read_text()[-3000:] for p in trial.glob("evals/*/build.log")}
+    assert pages, f"no page evidence; the trial kept {files}; build logs: {builds}"
     dom = pages[0].read_text()
     assert "PROBE-START" in trajectory and "PROBE-END" in trajectory  # the probes ran ...
     assert "screenshot of / at desktop" in trajectory  # ... the preview built the planted script ...

@@ -4,6 +4,7 @@ test_judge.py and test_harnesses.py.)"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -167,3 +168,33 @@ def test_a_node_app_without_dependencies_is_evaluated(tmp_path):
     (folder / "task.yaml").write_text((folder / "task.yaml").read_text().replace("  kind: static\n", node))
     row = run_suite(tmp_path, root, "model=oracle")["tasks"].row(0, named=True)
     assert row["status"] == "ok" and row["strict"] == 0.5, row  # graded like the static app
+
+
+def node_task(root: Path, task_id: str, build: str) -> Path:
+    folder = make_task(root, task_id, GOOD)
+    (folder / "app" / "package.json").write_text(json.dumps({"name": task_id, "version": "1.0.0", "private": True,
+                                                             "scripts": {"build": build}}))  # fmt: skip
+    (folder / "app" / "package-lock.json").write_text(json.dumps({
+        "name": task_id, "version": "1.0.0", "lockfileVersion": 3, "requires": True,
+        "packages": {"": {"name": task_id, "version": "1.0.0"}}}))  # fmt: skip
+    node = "  kind: node\n  serve:\n    static_dir: dist\n"
+    (folder / "task.yaml").write_text((folder / "task.yaml").read_text().replace("  kind: static\n", node))
+    return folder
+
+
+def test_a_build_the_machine_killed_is_built_again_and_only_a_death_on_every_attempt_is_the_candidates(tmp_path):
+    """A bundler killed by SIGBUS once (seen beside busy workers) is not the candidate's failing build: the build
+    runs again and its page is graded. A build that dies so every time is the candidate's, and says so."""
+    root = tmp_path / "suite"
+    dies = "sh -c 'kill -BUS $$'"  # the shell running the script reports its child's death: exit 135, "Bus error"
+    build = "mkdir -p dist && cp index.html dist/index.html"
+    node_task(root, "crashes-once", f"test -e .crashed || {{ touch .crashed && {dies}; }} && {build}")
+    node_task(root, "crashes-always", f"{dies} && {build}")
+    tables = run_suite(tmp_path, root, "model=oracle")
+    rows = {r["task_id"]: r for r in tables["tasks"].to_dicts()}
+    assert rows["crashes-once"]["status"] == "ok" and rows["crashes-once"]["strict"] == 0.5, rows  # like GOOD
+    assert rows["crashes-always"]["status"] == "ok" and rows["crashes-always"]["strict"] == 0.0, rows
+    logs = sorted((p.read_text() for p in (tmp_path / "store").rglob("evals/*/build.log")), key=len)
+    once, always = logs
+    assert once.count("Bus error") == 1 and "built again, attempt 2 of 3" in once and "failed" not in once, once
+    assert always.count("Bus error") == 3 and always.endswith("killed by SIGBUS on each of 3 attempts"), always

@@ -73,6 +73,7 @@ class TrialPool:
         self.suspect: set[str] = set()  # nodes where a worker died
         self.lost_workers = 0
         self.announced = False  # the notice on nodes without the browser resource
+        self.placed_said = False  # the line naming where the run's actors are
         self.records: list[TrialRecord] = []
 
     def run(self) -> list[TrialRecord]:
@@ -149,6 +150,18 @@ class TrialPool:
             self.lost(worker, RuntimeError("failed its self-check"))
             return
         worker.ready = True
+        self.say_placement()
+
+    def say_placement(self) -> None:
+        """Said once, when the run's first actors are all ready: how many on which nodes. Which trials each one
+        ran is decided by load (a free actor takes the next trial), where the actors are is not."""
+        ready = [w.node for w in self.workers.values() if w.ready]
+        if self.placed_said or len(ready) < self.want:
+            return
+        self.placed_said = True
+        nodes = sorted(set(ready))
+        where = ", ".join(f"{ready.count(n)} on {n[:12]}" for n in nodes)
+        print(f"{len(ready)} trial actor(s) ready on {len(nodes)} node(s): {where}", file=sys.stderr)
 
     def returned(self, ref: Any, retryable: tuple[type[BaseException], ...]) -> None:
         import ray
