@@ -80,11 +80,13 @@ def check_attachment(path: Path, modality: str) -> str | None:
     return None
 
 
-def integrity(task: Task) -> str | None:
+def integrity(task: Task, patches: bool = True) -> str | None:
     for a in task.manifest.attachments:
         problem = check_attachment(task.dir / a.path, a.modality)
         if problem:
             return f"{a.path}: {problem}"
+    if not patches:
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         copy_tree(task.app_dir, Path(tmp))
         try:
@@ -125,10 +127,17 @@ async def check_near_misses(task: Task, browser: Browser, node_cache: Path, out_
 
 
 async def validate_task(
-    task: Task, browser: Browser, node_cache: Path, out_dir: Path, repeat: int = 1, near_misses: bool = True
+    task: Task,
+    browser: Browser,
+    node_cache: Path,
+    out_dir: Path,
+    repeat: int = 1,
+    near_misses: bool = True,
+    environment_only: bool = False,
 ) -> TaskReport:
     """``repeat`` > 1 grades the reference that many times and warns about criteria whose verdict changes;
-    ``near_misses=False`` leaves the near misses out (failure attribution asks only whether the task is sound)."""
+    ``near_misses=False`` leaves the near misses out (failure attribution asks only whether the task is sound);
+    ``environment_only`` stops after launch/render and checks no patch (a curated draft has no criteria yet)."""
     report = TaskReport(task.id, task.track)
     report.warnings += [
         f"{c.id}: no probe, script or spec — only an LLM evaluator can grade it"
@@ -137,7 +146,7 @@ async def validate_task(
     ]
     start = time.monotonic()
     try:
-        problem = await asyncio.to_thread(integrity, task)
+        problem = await asyncio.to_thread(integrity, task, not environment_only)
         if problem:
             report.fail("integrity", problem)
             return report
@@ -170,6 +179,9 @@ async def validate_task(
             report.fail("launch_render", "; ".join(bad_routes + crashed))
             return report
         report.steps["launch_render"] = "ok"
+        if environment_only:
+            report.steps.update(dict.fromkeys(STEPS[STEPS.index("launch_render") + 1 :], NOT_ASKED))
+            return report
         reference = await evaluate_patch(
             task, task.reference_patch(), evaluator, browser, out_dir / task.id / "reference", node_cache
         )
