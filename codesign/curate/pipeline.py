@@ -183,6 +183,8 @@ def curate(s: Settings, out: Path) -> Curated:
         failed = Counter(f"{outcome[i.id][0]}: {_kind(outcome[i.id][1])}" for i in recovered
                          if outcome[i.id][0] != "drafted")  # fmt: skip
         funnel.add("gate passed", sum(outcome[i.id][0] == "drafted" for i in recovered), failed, unit="intervals")
+    else:
+        funnel.add("gate not run", len(recovered), unit="intervals (validate.enabled=false)")
     funnel.add("draft tasks", len(drafts), unit="tasks")
 
     relative = relative_scores(totals)

@@ -56,7 +56,7 @@ def recover(q: Query, session: list[Query], dest: Path, excluded: list[str] | No
         subdir = _subdir(root, top) if not ws.subdir else ws.subdir
     elif ws.kind == "folder":
         if not root.is_dir():
-            raise Unrecoverable(f"workspace folder {root} is missing")
+            raise Unrecoverable(f"workspace missing: folder {root}")
         copy_tree(root, dest)
         top, how, subdir = root, f"folder {root}", ws.subdir
     else:
@@ -68,7 +68,7 @@ def recover(q: Query, session: list[Query], dest: Path, excluded: list[str] | No
         how += f" + {changed} file(s) as the session had them"
     app = (dest / subdir).resolve()
     if not app.is_relative_to(dest.resolve()) or not app.is_dir():
-        raise Unrecoverable(f"the app folder {subdir!r} is not in the recovered workspace")
+        raise Unrecoverable(f"no app folder: {subdir!r} is not in the recovered workspace")
     environment, more = detect_environment(app, excluded if excluded is not None else BACKEND_PACKAGES)
     patch = session_patch(q, top, subdir)
     return Recovered(app, how, environment, repairs + more, patch)
@@ -77,32 +77,32 @@ def recover(q: Query, session: list[Query], dest: Path, excluded: list[str] | No
 def _git(cwd: Path, *args: str) -> str:
     done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, timeout=120)
     if done.returncode != 0:
-        raise Unrecoverable(f"git {args[0]} in {cwd} failed: {done.stderr.decode(errors='replace').strip()[:300]}")
+        raise Unrecoverable(f"git failed: git {args[0]} in {cwd}: {done.stderr.decode(errors='replace').strip()[:300]}")
     return done.stdout.decode(errors="replace").strip()
 
 
 def _from_git(q: Query, root: Path, dest: Path) -> tuple[Path, str]:
     if not root.exists():
-        raise Unrecoverable(f"workspace {root} no longer exists")
+        raise Unrecoverable(f"workspace missing: {root} no longer exists")
     top = Path(_git(root, "rev-parse", "--show-toplevel"))
     commit = q.workspace.commit
     if commit:
         how = f"git {commit[:8]}"
     else:
         if not q.timestamp:
-            raise Unrecoverable("no commit named and no timestamp to find one")
+            raise Unrecoverable("no commit: none named and no timestamp to find one")
         branch = q.workspace.branch if q.workspace.branch and q.workspace.branch != "HEAD" else "HEAD"
         try:
             commit = _git(top, "rev-list", "-1", f"--before={q.timestamp}", branch)
         except Unrecoverable:
             commit = _git(top, "rev-list", "-1", f"--before={q.timestamp}", "HEAD")
         if not commit:
-            raise Unrecoverable(f"no commit of {top} before {q.timestamp}")
+            raise Unrecoverable(f"no commit: none of {top} before {q.timestamp}")
         how = f"git {commit[:8]} ({branch}, last commit before the query)"
     archive = subprocess.run(["git", "-C", str(top), "archive", "--format=tar", commit], capture_output=True,
                              timeout=300)  # fmt: skip
     if archive.returncode != 0:
-        raise Unrecoverable(f"git archive {commit[:8]} failed: {archive.stderr.decode(errors='replace')[:300]}")
+        raise Unrecoverable(f"git failed: git archive {commit[:8]}: {archive.stderr.decode(errors='replace')[:300]}")
     dest.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(dest, filter="data")
@@ -118,7 +118,7 @@ def _subdir(cwd: Path, top: Path) -> str:
 
 def _unpack(archive: Path, dest: Path) -> None:
     if not archive.is_file():
-        raise Unrecoverable(f"workspace archive {archive} is missing")
+        raise Unrecoverable(f"workspace missing: archive {archive}")
     dest.mkdir(parents=True)
     try:
         if zipfile.is_zipfile(archive):
@@ -126,13 +126,13 @@ def _unpack(archive: Path, dest: Path) -> None:
                 for name in z.namelist():
                     target = (dest / name).resolve()
                     if PurePosixPath(name).is_absolute() or not target.is_relative_to(dest.resolve()):
-                        raise Unrecoverable(f"archive entry {name!r} escapes the workspace")
+                        raise Unrecoverable(f"unsafe archive: entry {name!r} escapes the workspace")
                 z.extractall(dest)
         else:
             with tarfile.open(archive) as tar:
                 tar.extractall(dest, filter="data")
     except (tarfile.TarError, zipfile.BadZipFile, OSError) as e:
-        raise Unrecoverable(f"workspace archive {archive.name}: {type(e).__name__}: {e}") from None
+        raise Unrecoverable(f"unsafe or broken archive: {archive.name}: {type(e).__name__}: {e}") from None
     entries = list(dest.iterdir())
     if len(entries) == 1 and entries[0].is_dir():  # an archive of one folder: that folder is the workspace
         inner = entries[0]
@@ -243,11 +243,11 @@ def detect_environment(app: Path, excluded: list[str]) -> tuple[dict[str, object
         try:
             pkg = json.loads(manifest.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise Unrecoverable(f"package.json is not valid JSON: {e}") from None
+            raise Unrecoverable(f"broken package.json: not valid JSON: {e}") from None
         deps = {**(pkg.get("dependencies") or {}), **(pkg.get("devDependencies") or {})}
         blocked = sorted(d for d in deps if any(_matches(d, p) for p in excluded))
         if blocked:
-            raise Unrecoverable(f"needs a back end or SDK no task can reach: {', '.join(blocked[:5])}")
+            raise Unrecoverable(f"inaccessible back end or SDK: {', '.join(blocked[:5])}")
         _check_secrets(app)
         scripts = pkg.get("scripts") or {}
         if "build" not in scripts and "vite" in deps:
@@ -256,7 +256,9 @@ def detect_environment(app: Path, excluded: list[str]) -> tuple[dict[str, object
             manifest.write_text(json.dumps(pkg, indent=2) + "\n")
             repairs.append('added the build script "vite build" (the app had only a dev server)')
         if "build" not in scripts:
-            raise Unrecoverable("package.json has no build script and no bundler codesign knows to add one for")
+            raise Unrecoverable(
+                "no build: package.json has no build script and no bundler codesign knows to add one for"
+            )
         out = "build" if "react-scripts" in deps else "out" if "next" in deps else "dist"
         if not (app / "package-lock.json").is_file():
             repairs.append("no package-lock.json: resolve one before the gate (npm install --package-lock-only)")
@@ -279,4 +281,4 @@ def _check_secrets(app: Path) -> None:
             continue
         match = SECRET_ENV.search(path.read_text(errors="replace"))
         if match:
-            raise Unrecoverable(f"needs a private key at run time: {match.group(0)} in {path.relative_to(app)}")
+            raise Unrecoverable(f"private key needed: {match.group(0)} in {path.relative_to(app)}")
