@@ -119,7 +119,7 @@ def test_a_real_claude_code_session_becomes_a_draft_the_gate_accepts_once_a_crit
     from codesign.runtime.browser import Browser
     from codesign.tasks.loader import load_task
 
-    app, projects = run_session(tmp_path)
+    _, projects = run_session(tmp_path)
     transcripts = list(projects.rglob("*.jsonl"))
     assert len(transcripts) == 1  # the CLI's own file, resumed three times
 
@@ -142,8 +142,16 @@ def test_a_real_claude_code_session_becomes_a_draft_the_gate_accepts_once_a_crit
     assert "criteria: []" in (draft / "criteria.yaml").read_text()
     funnel = json.loads((tmp_path / "out" / "funnel.json").read_text())
     assert [(s["stage"], s["remaining"]) for s in funnel] == [
-        ("read", 4), ("exact duplicates out", 4), ("near duplicates out", 4), ("filters passed", 3),
-        ("selected", 1), ("session intervals", 1), ("recovered", 1), ("gate passed", 1), ("draft tasks", 1)]  # fmt: skip
+        ("read", 4),
+        ("exact duplicates out", 4),
+        ("near duplicates out", 4),
+        ("filters passed", 3),
+        ("selected", 1),
+        ("session intervals", 1),
+        ("recovered", 1),
+        ("gate passed", 1),
+        ("draft tasks", 1),
+    ]
 
     # An expert adds a criterion: the draft is a task the whole gate accepts (the session's change solves it).
     (draft / "criteria.yaml").write_text(

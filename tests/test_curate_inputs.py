@@ -24,9 +24,15 @@ PNG = base64.b64decode(
 
 
 def query(session: str, turn: int, text: str, **extra: object) -> str:
-    record = {"session": session, "turn": turn, "timestamp": f"2026-11-30T10:0{turn}:00Z", "text": text,
-              "workspace": {"folder": "apps/shop"}, "reply": "Done.",
-              "edits": [{"path": "index.html", "before": "<h1>Shop</h1>\n", "after": f"<h1>Shop {turn}</h1>\n"}]}  # fmt: skip
+    record = {
+        "session": session,
+        "turn": turn,
+        "timestamp": f"2026-11-30T10:0{turn}:00Z",
+        "text": text,
+        "workspace": {"folder": "apps/shop"},
+        "reply": "Done.",
+        "edits": [{"path": "index.html", "before": "<h1>Shop</h1>\n", "after": f"<h1>Shop {turn}</h1>\n"}],
+    }
     record.update(extra)
     return json.dumps(record) + "\n"
 
@@ -58,14 +64,14 @@ def corpus(root: Path) -> Path:
                 {"name": "passwd", "path": "../../../etc/hostname"},
                 {"name": "bad.png", "base64": "@@not base64@@"},
             ],
-        ),  # fmt: skip
+        ),
         query("s1", 1, f"Use my key {SECRET} to add a search box that filters the products when typing"),
         query(
             "s1",
             2,
             "Add a footer with the store's opening hours in a bold font",
             edits=[{"path": "../../outside.txt", "before": "a", "after": "b"}],
-        ),  # fmt: skip
+        ),
         '{"session": "s2", "turn": 0, "text": "Make the\n',  # cut short mid-string
         "not json at all\n",
         "[1, 2, 3]\n",
@@ -75,28 +81,43 @@ def corpus(root: Path) -> Path:
             0,
             "Add a cart icon to the header that opens the cart panel on click",
             workspace={"archive": "evil.tar.gz"},
-        ),  # fmt: skip
+        ),
         query(
             "s6",
             0,
             "Add a newsletter signup form under the footer that validates the email",
             workspace={"git": "no-such-repo"},
-        ),  # fmt: skip
+        ),
         '{"session": "s9", "text": "' + "x" * 5000 + '"}\n',  # longer than the limit set below
     ]
     (root / "sessions.jsonl").write_bytes("".join(lines).encode() + b"\xff\xfe\x00junk\x9c\n" + b'{"session": "s4"')
     cc = root / "claude" / "-home-dev-shop"
     cc.mkdir(parents=True)
-    (cc / "s5.jsonl").write_text(json.dumps({"type": "strange-new-record", "sessionId": "s5"}) + "\n" + json.dumps({
-        "type": "user", "sessionId": "s5", "timestamp": "2026-11-30T11:00:00Z", "cwd": str(root / "no-such-repo"),
-        "message": {"role": "user", "content": f"Fix the layout of the product grid, token {SECRET}"}}) + "\n")  # fmt: skip
+    (cc / "s5.jsonl").write_text(
+        json.dumps({"type": "strange-new-record", "sessionId": "s5"})
+        + "\n"
+        + json.dumps(
+            {
+                "type": "user",
+                "sessionId": "s5",
+                "timestamp": "2026-11-30T11:00:00Z",
+                "cwd": str(root / "no-such-repo"),
+                "message": {"role": "user", "content": f"Fix the layout of the product grid, token {SECRET}"},
+            }
+        )
+        + "\n"
+    )
     return root
 
 
 def test_bad_input_is_counted_with_its_reason_and_the_rest_goes_on(tmp_path):
     root = corpus(tmp_path / "in")
-    settings = Settings(inputs=[root / "sessions.jsonl", root / "claude", root / "missing.jsonl"], validate=False,
-                        max_line_bytes=4096, select=SelectSettings(min_session_score=1, min_relative_score=0))  # fmt: skip
+    settings = Settings(
+        inputs=[root / "sessions.jsonl", root / "claude", root / "missing.jsonl"],
+        validate=False,
+        max_line_bytes=4096,
+        select=SelectSettings(min_session_score=1, min_relative_score=0),
+    )
     result = curate(settings, tmp_path / "out")
     funnel = json.loads((tmp_path / "out" / "funnel.json").read_text())
     read = funnel[0]
