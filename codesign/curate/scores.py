@@ -23,9 +23,12 @@ from codesign.curate.records import Query
 
 COSMETIC = re.compile(r"\b(colou?r|font|bold|italic|size|spacing|padding|margin|border|radius|shadow|background|"
                       r"icon|logo|text|wording|label|title|heading|typo|copy)\b", re.I)  # fmt: skip
-VISUAL = re.compile(r"\b(colou?r|font|bold|italic|underline|layout|align|center|centre|grid|column|row|size|"
-                    r"width|height|spacing|padding|margin|border|shadow|background|image|logo|icon|style|look|theme|dark mode|responsive|mobile|"
-                    r"mockup|screenshot|design|position|visible|hidden|show|display)\b", re.I)  # fmt: skip
+VISUAL = re.compile(
+    r"\b(colou?r|font|bold|italic|underline|layout|align|center|centre|grid|column|row|size|width|height|spacing|"
+    r"padding|margin|border|shadow|background|image|logo|icon|style|look|theme|dark mode|responsive|mobile|mockup|"
+    r"screenshot|design|position|visible|hidden|show|display)\b",
+    re.I,
+)
 INTERACTIVE = re.compile(r"\b(click|clicking|clicked|hover|tap|press|submit|toggle|open|close|expand|collapse|drag|"
                          r"drop|type|typing|filter|sort|search|scroll|navigate|modal|dialog|dropdown|menu|tab|form|"
                          r"input|validate|validation|save|persist|undo|cart|checkout|login|when i|after i)\b",
