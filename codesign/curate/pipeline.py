@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from codesign.curate.records import Query, Unreadable
 from codesign.curate.recover import BACKEND_PACKAGES, Recovered, Unrecoverable, recover
 from codesign.curate.scores import Scores, ScoreSettings, score
 from codesign.curate.select import Interval, SelectSettings, consolidate, relative_scores, select, session_totals
+from codesign.errors import ConfigError
 from codesign.redact import redact
 
 SCORER = "heuristic"  # which scorer produced the scores (an LLM scorer would name its model)
@@ -47,6 +48,12 @@ class Settings:
     scores: ScoreSettings = field(default_factory=ScoreSettings)
     select: SelectSettings = field(default_factory=SelectSettings)
     excluded_packages: list[str] = field(default_factory=lambda: list(BACKEND_PACKAGES))
+    scorer_kind: str = "heuristic"  # heuristic | llm
+    scorer_model: dict[str, Any] | None = None  # a model config (conf/model/), for scorer_kind=llm
+    scorer_max_cost_usd: float | None = 5.0
+    scorer_concurrency: int = 4
+    scorer_cache_dir: Path | None = None
+    scorer_prompt: str = "score_v1.md"
     validate: bool = True
     validate_concurrency: int = 2
     node_cache: Path = field(default_factory=lambda: Path("~/.cache/codesign/node_modules").expanduser())
@@ -68,6 +75,12 @@ class Settings:
             scores=ScoreSettings(**c["scores"]),
             select=SelectSettings(**c["select"]),
             excluded_packages=c["recover"].get("excluded_packages") or list(BACKEND_PACKAGES),
+            scorer_kind=str(cfg["scorer"]["kind"]),
+            scorer_model=cfg["scorer"].get("model"),
+            scorer_max_cost_usd=cfg["scorer"].get("max_cost_usd"),
+            scorer_concurrency=int(cfg["scorer"]["concurrency"]),
+            scorer_cache_dir=Path(cfg["scorer"]["cache_dir"]).expanduser() if cfg["scorer"].get("cache_dir") else None,
+            scorer_prompt=str(cfg["scorer"]["prompt"]),
             validate=bool(cfg["validate"]["enabled"]),
             validate_concurrency=int(cfg["validate"]["concurrency"]),
             node_cache=Path(cfg["paths"]["node_cache"]).expanduser(),
@@ -167,6 +180,12 @@ def curate(s: Settings, out: Path) -> Curated:
     for q in eligible:
         turns = sessions[q.session]
         scored[q.id] = score(turns, turns.index(q), s.scores)
+    heuristic = dict(scored)
+    scorer_of = dict.fromkeys(scored, SCORER)
+    if s.scorer_kind == "llm":
+        _rate_with_llm(s, eligible, sessions, scored, scorer_of, out)
+    elif s.scorer_kind != "heuristic":
+        raise ConfigError(f"scorer.kind is {s.scorer_kind!r}", "use scorer.kind=heuristic or scorer.kind=llm")
     totals = {qid: sc.total for qid, sc in scored.items()}
     selection = select(totals, eligible, s.select)
     chosen = [q for q in eligible if selection.get(q.id) == "selected"]
@@ -174,7 +193,7 @@ def curate(s: Settings, out: Path) -> Curated:
     intervals = consolidate(chosen, sessions, s.select)
     funnel.add("session intervals", len(intervals), unit="intervals")
 
-    drafts, outcome = _draft_all(s, intervals, sessions, scored, out)
+    drafts, outcome = _draft_all(s, intervals, sessions, scored, scorer_of, out)
     recovered = [i for i in intervals if outcome[i.id][0] != "unrecoverable"]
     funnel.add("recovered", len(recovered),
                Counter(_kind(outcome[i.id][1]) for i in intervals if outcome[i.id][0] == "unrecoverable"),
@@ -208,7 +227,9 @@ def curate(s: Settings, out: Path) -> Curated:
             "reformulated": sc.reformulated if sc else None, "rolled_back": sc.rolled_back if sc else None,
             "failure_signals": sc.failure if sc else None, "score": sc.total if sc else None,
             "relative_score": relative.get(q.id), "session_score": by_session.get(q.session) if sc else None,
-            "scorer": SCORER if sc else None, "edit_types": list(sc.edit_types) if sc else [],
+            "scorer": scorer_of.get(q.id), "edit_types": list(sc.edit_types) if sc else [],
+            "difficulty_heuristic": heuristic[q.id].difficulty if sc else None,
+            "verifiability_heuristic": heuristic[q.id].verifiability if sc else None,
             "selection": selection.get(q.id), "interval": i.id if i else None,
             "outcome": outcome[i.id][0] if i else None, "outcome_detail": redact(outcome[i.id][1]) if i else None,
             "draft": outcome[i.id][2] if i else None, "problems": [redact(p) for p in q.problems],
@@ -226,10 +247,47 @@ def curate(s: Settings, out: Path) -> Curated:
     return Curated(funnel, table, drafts)
 
 
+def _rate_with_llm(s: Settings, eligible: list[Query], sessions: dict[str, list[Query]], scored: dict[str, Scores],
+                   scorer_of: dict[str, str], out: Path) -> None:  # fmt: skip
+    """Difficulty and verifiability from the LLM scorer where it gives a valid rating; the heuristic elsewhere,
+    with the reason on the query. ``scorer.json`` sums it up."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codesign.construct import construct
+    from codesign.curate.llm_scorer import LLMScorer, Rating, edits_patch
+
+    if not s.scorer_model:
+        raise ConfigError("scorer.kind=llm names no model", "add model@scorer.model=<a config in conf/model/>")
+    scorer = LLMScorer(construct(s.scorer_model), s.scorer_prompt, s.scorer_cache_dir, s.scorer_max_cost_usd)
+
+    def rate(q: Query) -> tuple[Query, Rating | str]:
+        earlier = [h.text for h in sessions[q.session] if h.turn < q.turn][-3:]
+        return q, scorer.rate(q, earlier, edits_patch(q))
+
+    kept: Counter[str] = Counter()
+    rated = cached = 0
+    with ThreadPoolExecutor(max(1, s.scorer_concurrency)) as pool:
+        for q, rating in pool.map(rate, eligible):
+            if isinstance(rating, str):
+                q.problems.append(f"heuristic score kept: {rating}")
+                kept[_kind(rating)] += 1
+                continue
+            scored[q.id] = replace(scored[q.id], difficulty=rating.difficulty, verifiability=rating.verifiability)
+            scorer_of[q.id] = scorer.name
+            rated += 1
+            cached += rating.cached
+    summary = {"scorer": scorer.name, "rated": rated, "from_cache": cached, "heuristic_kept": dict(kept),
+               "calls": scorer.calls, "spent_usd": round(scorer.spent_usd, 6)}  # fmt: skip
+    (out / "scorer.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+Outcomes = dict[str, tuple[str, str, str | None]]  # interval id -> (status, detail, draft id)
+
+
 def _draft_all(s: Settings, intervals: list[Interval], sessions: dict[str, list[Query]], scored: dict[str, Scores],
-               out: Path) -> tuple[list[Draft], dict[str, tuple[str, str, str | None]]]:  # fmt: skip
+               scorer_of: dict[str, str], out: Path) -> tuple[list[Draft], Outcomes]:  # fmt: skip
     """Recover, validate and draft each interval: its outcome (status, detail, draft id) by interval id."""
-    outcome: dict[str, tuple[str, str, str | None]] = {}
+    outcome: Outcomes = {}
     drafts: list[Draft] = []
     work = Path(tempfile.mkdtemp(prefix="codesign-curate-"))
     staged: list[tuple[Interval, Recovered, dict[int, str], list[Packaged]]] = []
@@ -261,7 +319,7 @@ def _draft_all(s: Settings, intervals: list[Interval], sessions: dict[str, list[
                 "queries": [{"turn": h.turn, "timestamp": h.timestamp, "source": h.source}
                             for h in [*interval.history, q]],
                 "selected": interval.selected, "workspace": recovered.how, "repairs": recovered.repairs,
-                "scores": vars(scored[q.id]) | {"scorer": SCORER}, "problems": [redact(p) for p in q.problems],
+                "scores": vars(scored[q.id]) | {"scorer": scorer_of[q.id]}, "problems": [redact(p) for p in q.problems],
             }  # fmt: skip
             draft = write_draft(drafts_dir, interval, texts, packaged, recovered, scored[q.id], provenance)
             outcome[interval.id] = ("drafted", recovered.how, draft.task_id)
