@@ -57,7 +57,7 @@ def test_llm_ratings_replace_the_heuristic_where_valid_are_cached_and_stop_at_th
         calls_first = len(server.requests)
         again = curate(settings(root, server, tmp_path / "cache"), tmp_path / "two")
         calls_again = len(server.requests) - calls_first
-        budget = curate(settings(root, server, tmp_path / "cache-2", scorer_max_cost_usd=1e-9), tmp_path / "three")
+        curate(settings(root, server, tmp_path / "cache-2", scorer_max_cost_usd=1e-9), tmp_path / "three")
         calls_budget = len(server.requests) - calls_first - calls_again
 
     rows = {r["text"]: r for r in first.candidates.to_dicts()}
