@@ -17,6 +17,7 @@ import yaml
 from PIL import Image
 
 from codesign.curate import Settings, curate
+from codesign.errors import TaskError
 from codesign.testing.model_server import Reply, ScriptedModelServer, ServedRequest, ToolCall
 
 PAGE = "<h1>page</h1>\n<p>Plain page.</p>\n"
@@ -140,6 +141,8 @@ def test_a_real_claude_code_session_becomes_a_draft_the_gate_accepts_once_a_crit
     patch = (draft / "solution" / "solution.patch").read_text()
     assert '+<button id="go"' in patch and "<b>hi</b>" not in patch  # the request's own change, not the next
     assert "criteria: []" in (draft / "criteria.yaml").read_text()
+    with pytest.raises(TaskError, match="no criteria yet: the task is a draft"):
+        load_task(draft)  # not a task until an expert writes its criteria
     funnel = json.loads((tmp_path / "out" / "funnel.json").read_text())
     assert [(s["stage"], s["remaining"]) for s in funnel] == [
         ("read", 4),

@@ -260,6 +260,10 @@ def load_task(task_dir: Path) -> Task:
             "rename the folder or the id so they match",
         )
     raw_criteria = _read_yaml(task_id, task_dir / CRITERIA)
+    if isinstance(raw_criteria, dict) and raw_criteria.get("criteria") == []:
+        raise TaskError(task_id, CRITERIA, "no criteria yet: the task is a draft",
+                        "write its hidden acceptance criteria (docs/tasks.md); a curated draft's checklist is in "
+                        "criteria.yaml's comments")  # fmt: skip
     try:
         criteria_file = CriteriaFile.model_validate(raw_criteria)
         criteria = criteria_file.criteria
