@@ -56,6 +56,8 @@ class Settings:
     scorer_prompt: str = "score_v1.md"
     validate: bool = True
     validate_concurrency: int = 2
+    validate_executor: str = "inline"  # inline (this process, one browser) | ray (chunks over a cluster's CPUs)
+    ray_address: str | None = None
     node_cache: Path = field(default_factory=lambda: Path("~/.cache/codesign/node_modules").expanduser())
     browser_executable: str | None = None
 
@@ -83,6 +85,8 @@ class Settings:
             scorer_prompt=str(cfg["scorer"]["prompt"]),
             validate=bool(cfg["validate"]["enabled"]),
             validate_concurrency=int(cfg["validate"]["concurrency"]),
+            validate_executor=str(cfg["validate"]["executor"]),
+            ray_address=cfg["validate"].get("ray_address"),
             node_cache=Path(cfg["paths"]["node_cache"]).expanduser(),
             browser_executable=cfg.get("browser", {}).get("executable"),
         )
@@ -347,4 +351,11 @@ async def _gate(s: Settings, drafts: list[Draft], out: Path) -> dict[str, str]:
     """The gate's environment steps on each draft: '' when it passes, else ``step: why``."""
     from codesign.curate.validation import gate_drafts
 
+    if s.validate_executor == "ray":
+        from codesign.curate.fanout import gate_on_ray
+
+        return await asyncio.to_thread(gate_on_ray, drafts, s.node_cache, s.validate_concurrency,
+                                       s.browser_executable, s.ray_address)  # fmt: skip
+    if s.validate_executor != "inline":
+        raise ConfigError(f"validate.executor is {s.validate_executor!r}", "use validate.executor=inline or ray")
     return await gate_drafts(drafts, s.node_cache, out, s.validate_concurrency, s.browser_executable)
