@@ -60,3 +60,37 @@ def test_the_gate_keeps_what_renders_inline_and_on_ray_alike(tmp_path):
     on_ray, _ = outcomes(root, tmp_path / "ray", "ray")
     assert {k: v[0] for k, v in on_ray.items()} == {k: v[0] for k, v in inline.items()}
     assert on_ray["blank"][1].split(" (")[0] == inline["blank"][1].split(" (")[0]
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_vite_app_without_lockfile_or_build_script_is_repaired_recorded_and_gated(tmp_path):
+    """Scripted repairs: a `vite build` script added, a lockfile resolved by npm (confined, no scripts run);
+    each is recorded on the draft, and the gate builds and renders the repaired app."""
+    import shutil
+
+    from codesign.config import bundled_suite
+
+    root = tmp_path / "in"
+    app = root / "apps" / "settings"
+    shutil.copytree(bundled_suite() / "re-settings-theme-persist" / "app", app,
+                    ignore=shutil.ignore_patterns("node_modules", "dist", "package-lock.json"))  # fmt: skip
+    manifest = json.loads((app / "package.json").read_text())
+    manifest["scripts"] = {"dev": "vite"}  # only a dev server, as many sessions' apps have
+    (app / "package.json").write_text(json.dumps(manifest, indent=2))
+    index = (app / "index.html").read_text()
+    (root / "s.jsonl").write_text(json.dumps({
+        "session": "v", "turn": 0, "timestamp": "2026-11-30T10:00:00Z", "text": ASKS["good"],
+        "workspace": {"folder": "apps/settings"},
+        "edits": [{"path": "index.html", "before": index, "after": index.replace("</body>", "<footer>c</footer></body>")}],
+    }) + "\n")  # fmt: skip
+    settings = Settings(inputs=[root / "s.jsonl"], select=SelectSettings(min_session_score=1, min_relative_score=0))
+    result = curate(settings, tmp_path / "out")
+    assert len(result.drafts) == 1, result.candidates.select("outcome", "outcome_detail").to_dicts()
+    draft = result.drafts[0].folder
+    repairs = json.loads((draft / "session" / "provenance.json").read_text())["repairs"]
+    assert repairs[0] == 'added the build script "vite build" (the app had only a dev server)', repairs
+    assert repairs[1].startswith("resolved a missing package-lock.json"), repairs
+    assert (draft / "app" / "package-lock.json").is_file() and not (draft / "app" / "node_modules").exists()
+    assert json.loads((draft / "app" / "package.json").read_text())["scripts"]["build"] == "vite build"
+    assert "repair: resolved a missing package-lock.json" in (draft / "criteria.yaml").read_text()

@@ -25,7 +25,8 @@ from codesign.curate.readers.claude_code import read_claude_code
 from codesign.curate.readers.lines import json_lines
 from codesign.curate.readers.plain import read_plain
 from codesign.curate.records import Query, Unreadable
-from codesign.curate.recover import BACKEND_PACKAGES, Recovered, Unrecoverable, recover
+from codesign.curate.recover import BACKEND_PACKAGES, NEEDS_LOCKFILE, Recovered, Unrecoverable, recover
+from codesign.curate.repairs import resolve_lockfile
 from codesign.curate.scores import Scores, ScoreSettings, score
 from codesign.curate.select import Interval, SelectSettings, consolidate, relative_scores, select, session_totals
 from codesign.errors import ConfigError
@@ -301,6 +302,9 @@ def _draft_all(s: Settings, intervals: list[Interval], sessions: dict[str, list[
             try:
                 recovered = recover(q, sessions[q.session], work / interval.id.replace(":", "_"),
                                     s.excluded_packages)  # fmt: skip
+                if NEEDS_LOCKFILE in recovered.repairs:
+                    done = resolve_lockfile(recovered.app, s.node_cache.parent / "npm")
+                    recovered.repairs[recovered.repairs.index(NEEDS_LOCKFILE)] = done
             except Unrecoverable as e:
                 outcome[interval.id] = ("unrecoverable", str(e), None)
                 continue

@@ -32,6 +32,9 @@ SECRET_ENV = re.compile(r"(process\.env|import\.meta\.env)\.(\w*(KEY|TOKEN|SECRE
 SOURCE_SUFFIXES = {".js", ".jsx", ".ts", ".tsx", ".vue", ".svelte", ".mjs", ".cjs", ".html"}
 
 
+NEEDS_LOCKFILE = "needs a lockfile"  # a repair the pipeline runs (codesign.curate.repairs), then replaces
+
+
 class Unrecoverable(Exception):
     """The app at the query cannot be recovered or run here; the message is the funnel's reason."""
 
@@ -261,7 +264,7 @@ def detect_environment(app: Path, excluded: list[str]) -> tuple[dict[str, object
             )
         out = "build" if "react-scripts" in deps else "out" if "next" in deps else "dist"
         if not (app / "package-lock.json").is_file():
-            repairs.append("no package-lock.json: resolve one before the gate (npm install --package-lock-only)")
+            repairs.append(NEEDS_LOCKFILE)
         return {"kind": "node", "serve": {"static_dir": out}}, repairs
     if (app / "index.html").is_file():
         _check_secrets(app)
