@@ -79,10 +79,11 @@ def test_a_vite_app_without_lockfile_or_build_script_is_repaired_recorded_and_ga
     manifest["scripts"] = {"dev": "vite"}  # only a dev server, as many sessions' apps have
     (app / "package.json").write_text(json.dumps(manifest, indent=2))
     index = (app / "index.html").read_text()
+    edited = index.replace("</body>", "<footer>c</footer></body>")
     (root / "s.jsonl").write_text(json.dumps({
         "session": "v", "turn": 0, "timestamp": "2026-11-30T10:00:00Z", "text": ASKS["good"],
         "workspace": {"folder": "apps/settings"},
-        "edits": [{"path": "index.html", "before": index, "after": index.replace("</body>", "<footer>c</footer></body>")}],
+        "edits": [{"path": "index.html", "before": index, "after": edited}],
     }) + "\n")  # fmt: skip
     settings = Settings(inputs=[root / "s.jsonl"], select=SelectSettings(min_session_score=1, min_relative_score=0))
     result = curate(settings, tmp_path / "out")
