@@ -131,7 +131,7 @@ def test_a_real_claude_code_session_becomes_a_draft_the_gate_accepts_once_a_crit
     assert table["filter_non_actionable"].to_list()[3].startswith("non-actionable: an acknowledgement")
     assert table["attachments"].to_list() == [1, 0, 0, 0]
     assert table["edited_files"].to_list() == [1, 1, 1, 0]
-    assert table["selection"].to_list()[:3] == ["r(q) 0.82 ≤ 1", "selected", "r(q) 0.82 ≤ 1"], table.to_dicts()
+    assert table["selection"].to_list()[:3] == ["r(q) ≤ 1: 0.82", "selected", "r(q) ≤ 1: 0.82"], table.to_dicts()
     assert len(result.drafts) == 1
     draft = result.drafts[0].folder
     manifest = yaml.safe_load((draft / "task.yaml").read_text())

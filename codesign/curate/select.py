@@ -64,9 +64,9 @@ def select(totals: dict[str, int], queries: Sequence[Query], s: SelectSettings) 
         if q.id not in totals:
             continue
         if sessions[q.session] < s.min_session_score:
-            verdict[q.id] = f"session score {sessions[q.session]} < {s.min_session_score:g}"
+            verdict[q.id] = f"session score < {s.min_session_score:g}: {sessions[q.session]}"
         elif relative[q.id] <= s.min_relative_score:
-            verdict[q.id] = f"r(q) {relative[q.id]:.2f} ≤ {s.min_relative_score:g}"
+            verdict[q.id] = f"r(q) ≤ {s.min_relative_score:g}: {relative[q.id]:.2f}"
         else:
             ranked[q.session].append(q)
     for candidates in ranked.values():
