@@ -44,6 +44,11 @@ def test_load_benchmark_runs():
     assert "agreement" in out and "100.0%" in out.splitlines()[-1]
 
 
+def test_curation_benchmark_runs():
+    out = bench("benchmarks/curate.py", "--records", "2000", "--sample", "300")
+    assert "target: under 60 s" in out and ": equal" in out, out
+
+
 def test_sandbox_benchmark_runs():
     out = bench("benchmarks/sandbox.py", "--repeats", "3")
     assert "bubblewrap" in out and "unconfined" in out
