@@ -207,3 +207,23 @@ def test_the_store_alone_gives_the_same_numbers_and_filters_apply(three_runs):
     bad = subprocess.run([sys.executable, "-m", "codesign.report", "--store", str(root / "store"), "--filter",
                           "colour=blue"], capture_output=True, text=True, timeout=120, cwd=REPO)  # fmt: skip
     assert bad.returncode == 2 and "filter 'colour=blue'" in bad.stderr and "model" in bad.stderr
+
+
+def test_a_paired_comparison_in_the_terminal_the_page_and_parquet(three_runs):
+    root, runs = three_runs
+    proc, out = run_report(root, *runs, extra=("--compare", "model=oracle", "model=noop,evaluator=probe"),
+                           folder="compared")  # fmt: skip
+    noop = pl.read_parquet(next((root / "a").glob("*model=noop*")) / "verdicts.parquet")
+    noop_strict = (noop["verdict"] == "PASS").sum() / len(KINDS)  # by hand, as above: one task
+    summary = pl.read_parquet(out.parent / "comparison.parquet")
+    row = summary.filter((pl.col("track") == "ALL") & (pl.col("metric") == "strict")).row(0, named=True)
+    assert row["tasks"] == 1 and row["difference"] == pytest.approx(1.0 - noop_strict)
+    assert row["sign_p"] == 1.0 and row["ci_lo"] == row["ci_hi"] == pytest.approx(1.0 - noop_strict)
+    assert "Paired comparison A − B" in proc.stdout and TASK in proc.stdout
+    assert '<h2 id="comparison">Paired comparison</h2>' in out.read_text()
+    assert "Paired comparison A − B" in (out.parent / "report.md").read_text()
+    # "model=noop" is two cells here (probe and the LLM judge): refused, naming both.
+    command = [sys.executable, "-m", "codesign.report", *map(str, runs), "--out", str(root / "x.html"), "--compare",
+               "model=oracle", "model=noop"]  # fmt: skip
+    bad = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    assert bad.returncode == 2 and "matches 2 cells" in bad.stderr and "evaluator=llm" in bad.stderr, bad.stderr

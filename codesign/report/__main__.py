@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("outputs/report/report.html"), help="the HTML page")
     parser.add_argument("--title", default="codesign report")
     parser.add_argument("--no-plots", action="store_true", help="tables only (faster)")
+    compare_help = ("paired comparison over the tasks both cells scored, each cell as KEY=VALUE[,KEY=VALUE] over "
+                    "model, harness, regime, evaluator (e.g. --compare model=kimi-k3 model=glm-5)")  # fmt: skip
+    parser.add_argument("--compare", nargs=2, metavar=("CELL_A", "CELL_B"), default=None, help=compare_help)
     parser.add_argument("--wandb", action="store_true", help="also log the tables and figures to one W&B run")
     parser.add_argument("--project", default="codesign", help="W&B project (with --wandb)")
     parser.add_argument("--entity", default=None, help="W&B team or user (with --wandb)")
@@ -46,11 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parts = ([collect(find_runs(args.paths))] if args.paths else []) + [from_store(uri) for uri in args.store]
         collection = merge(parts)
-        report = build_report(keep_only(collection, args.filter), draw=not args.no_plots)
+        report = build_report(keep_only(collection, args.filter), draw=not args.no_plots, compare=args.compare)
     except CodesignError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print_report(report, Console())  # the terminal's own width (80 when not a terminal and COLUMNS is unset)
+    if report.comparison is not None and report.differences is not None:
+        from codesign.report.build import PAIRED_TITLE, _markdown_table
+
+        print(f"\n{PAIRED_TITLE}\n{_markdown_table(report.comparison)}\n{_markdown_table(report.differences)}")
     c = report.collection
     print(f"runs used: {len(c.used)} of {len(c.runs)} ({c.duplicates} duplicate trial rows counted once)")
     for run in c.used:

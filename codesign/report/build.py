@@ -14,6 +14,7 @@ from jinja2 import Environment, select_autoescape
 from codesign.redact import redact
 from codesign.report import plots, tables
 from codesign.report.collect import Collection
+from codesign.score import paired
 from codesign.score.metrics import CELL, whole_tables
 from codesign.score.noise import noise_frame
 from codesign.store import is_remote, local_path
@@ -40,9 +41,14 @@ class Report:
     alpha: pl.DataFrame  # Krippendorff's α over every rater of an item, by kind
     noise: pl.DataFrame  # judges' flip rates where criteria were judged several times (evaluator.judge_samples)
     figures: dict[str, list[tuple[str, bytes]]] = field(default_factory=dict)
+    comparison: pl.DataFrame | None = None  # --compare A B (codesign.score.paired)
+    differences: pl.DataFrame | None = None  # the tasks they differ most on, and those only one scored
 
     def frames(self) -> dict[str, pl.DataFrame]:
-        return {
+        compared = {}
+        if self.comparison is not None and self.differences is not None:
+            compared = {"comparison": self.comparison, "differences": self.differences}
+        return compared | {
             "main": self.main,
             "breakdowns": self.breakdowns,
             "sensitivity": self.sensitivity,
@@ -63,6 +69,7 @@ class Report:
         return tables.with_intervals(self.alpha, {"alpha": "α [95 % ci]"})
 
 
+PAIRED_TITLE = "Paired comparison A − B over the tasks both scored (bootstrap 95 % ci; sign and permutation p)"
 NOISE_TITLE = "Judge noise: criteria whose k samples disagree (flip rate, Wilson 95 % ci)"
 NOISE_MEASURES = {"flip_rate": "flip rate [95 % ci]"}
 AGREEMENT_TITLE = "Agreement between graders and people (pairs; rates against the reference; 95 % bootstrap ci)"
@@ -70,7 +77,7 @@ AGREEMENT_MEASURES = {"agreement": "agreement [95 % ci]", "kappa": "κ", "false_
                       "false_fail": "false FAIL"}  # fmt: skip
 
 
-def build_report(collection: Collection, draw: bool = True) -> Report:
+def build_report(collection: Collection, draw: bool = True, compare: tuple[str, str] | None = None) -> Report:
     tasks = collection.tasks
     main = tables.main_table(tasks)
     side, rho = tables.sensitivity(main)
@@ -89,6 +96,9 @@ def build_report(collection: Collection, draw: bool = True) -> Report:
         alpha,
         noise_frame(collection.verdicts),
     )
+    if compare:
+        a, b = (paired.parse_cell(c) for c in compare)
+        report.comparison, report.differences = paired.compare(tasks, a, b)
     if draw:
         report.figures = _figures(report)
     return report
@@ -170,6 +180,8 @@ def write_html(report: Report, path: Path, title: str = "codesign report") -> Pa
             alpha=html_table(report.alpha_view()) if report.alpha.height else "",
             labels=report.collection.labels.height,
             noise=html_table(tables.with_intervals(report.noise, NOISE_MEASURES)) if report.noise.height else "",
+            comparison=html_table(report.comparison) if report.comparison is not None else "",
+            differences=html_table(report.differences) if report.differences is not None else "",
             figures={k: [(n, data_uri(p)) for n, p in v] for k, v in report.figures.items()},
             trials=trials,
         )
@@ -203,6 +215,9 @@ def markdown(report: Report) -> str:
         parts.append(("Krippendorff's α (ordinal) over every rater of a criterion", report.alpha_view()))
     if report.noise.height:
         parts.append((NOISE_TITLE, tables.with_intervals(report.noise, NOISE_MEASURES)))
+    if report.comparison is not None and report.differences is not None:
+        parts += [(PAIRED_TITLE, report.comparison), ("Tasks where they differ most, and tasks only one scored",
+                                                      report.differences)]  # fmt: skip
     text = []
     for title, frame in parts:
         text.append(f"### {title}\n\n{_markdown_table(frame)}")
