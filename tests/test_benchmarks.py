@@ -44,9 +44,10 @@ def test_load_benchmark_runs():
     assert "agreement" in out and "100.0%" in out.splitlines()[-1]
 
 
-def test_curation_benchmark_runs():
-    out = bench("benchmarks/curate.py", "--records", "2000", "--sample", "300")
-    assert "target: under 60 s" in out and ": equal" in out, out
+def test_curation_stages_benchmark_runs():
+    out = bench("benchmarks/curation.py", "--records", "2000", "--sample", "300")
+    assert "records/s (target: under 60 s on 2 cores" in out and "curate() end to end" in out, out
+    assert "every count and id as planted" in out and "LSH and every pair: equal" in out, out
 
 
 def test_sandbox_benchmark_runs():

@@ -65,12 +65,15 @@ def exact_duplicates(queries: Sequence[Query]) -> dict[str, Duplicate]:
 def near_duplicates(queries: Sequence[Query], threshold: float, num_perm: int = 128,
                     candidate_threshold: float | None = None) -> dict[str, Duplicate]:  # fmt: skip
     """Each query at or above ``threshold`` Jaccard with a kept older one, found through LSH candidates at
-    ``candidate_threshold`` (default: 0.2 below ``threshold``) and checked exactly."""
+    ``candidate_threshold`` (default: 0.4 below ``threshold``) and checked exactly."""
     from datasketch import MinHash, MinHashLSH
 
     ordered = oldest_first(queries)
     sets = [tokens(q) for q in ordered]
-    lsh = MinHashLSH(threshold=candidate_threshold or max(0.05, threshold - 0.2), num_perm=num_perm)
+    # 0.4 below: at Jaccard exactly 0.8 with 128 permutations, candidates at 0.6 missed 71 pairs in 5,000 (1.4 %),
+    # at 0.4 none (each candidate is checked exactly, so a lower bound costs time, never a wrong removal).
+    below = max(0.05, threshold - 0.4) if candidate_threshold is None else candidate_threshold
+    lsh = MinHashLSH(threshold=below, num_perm=num_perm)
     hashes = MinHash.bulk([[t.encode() for t in s] for s in sets], num_perm=num_perm)
     kept: dict[str, frozenset[str]] = {}
     found: dict[str, Duplicate] = {}

@@ -118,10 +118,10 @@ def signals(session: Sequence[Query], index: int, s: ScoreSettings) -> tuple[boo
     q = session[index]
     mine = frozenset(WORD.findall(q.text.casefold()))
     later = session[index + 1 : index + 1 + s.reformulation_window]
-    reformulated = any(
-        CORRECTION.match(n.text)
-        or (mine and jaccard(mine, frozenset(WORD.findall(n.text.casefold()))) >= s.reformulation_jaccard)
-        for n in later
+    # A correction ("No, …", "Still …") answers the query just before it; a restatement may come a few turns later.
+    corrected = bool(later) and bool(CORRECTION.match(later[0].text))
+    reformulated = corrected or any(
+        mine and jaccard(mine, frozenset(WORD.findall(n.text.casefold()))) >= s.reformulation_jaccard for n in later
     )
     changed = {e.path: e.before for e in reversed(q.edits or [])}  # each file as it was before the query's edits
     rolled_back = any(UNDO.search(n.text) for n in session[index + 1 : index + 2]) or any(
