@@ -47,7 +47,7 @@ def outcomes(root: Path, out: Path, executor: str) -> tuple[dict[str, tuple[str,
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.ray
-def test_the_gate_keeps_what_renders_inline_and_on_ray_alike(tmp_path):
+def test_the_gate_keeps_what_renders_inline_and_on_ray_alike(tmp_path, ray_instance):
     root = corpus(tmp_path / "in")
     inline, funnel = outcomes(root, tmp_path / "inline", "inline")
     assert inline["good"][0] == "drafted", inline
