@@ -1,0 +1,1 @@
+"""Writing codesign's results and tasks in other tools' formats: Inspect AI eval logs, Harbor task folders."""
