@@ -10,7 +10,7 @@ from typing import Any, Literal
 from codesign._types import Count, CriterionVerdict, NonNegative, Seconds, Ungraded, Verdict
 from codesign.construct import construct
 from codesign.errors import ConfigError
-from codesign.evaluate import probes, quoting, scripts, specs
+from codesign.evaluate import commands, probes, quoting, scripts, specs
 from codesign.evaluate.audit import AuditViolation, audit
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.evaluate.judge import CallStats, Consultant, Consultation, JudgeReply, VerifierReply, prompt
@@ -50,7 +50,20 @@ class ProbeEvaluator:
                     return await guarded(c, "script", scripts.grade(c, task.dir, session), session)
                 return await guarded(c, "probe", probes.grade(c, session), session)
 
-        return list(await asyncio.gather(*(one(c) for c in task.criteria)))
+        graded = await asyncio.gather(*(one(c) for c in task.criteria if c.command is None))
+        return _in_task_order(task, [*graded, *await _command_verdicts(task, session)])
+
+
+async def _command_verdicts(task: Task, session: EvidenceSession) -> list[CriterionVerdict]:
+    """Every command criterion's verdict, one at a time after every other criterion is graded (a command may
+    write files; see :mod:`codesign.evaluate.commands`)."""
+    wanted = [c for c in task.criteria if c.command is not None]
+    return [await guarded(c, "command", commands.grade(c, task.dir, session), session) for c in wanted]
+
+
+def _in_task_order(task: Task, verdicts: list[CriterionVerdict]) -> list[CriterionVerdict]:
+    by_id = {v.criterion_id: v for v in verdicts}
+    return [by_id[c.id] for c in task.criteria]
 
 
 async def _spec_verdicts(task: Task, session: EvidenceSession) -> dict[str, CriterionVerdict]:
@@ -181,7 +194,11 @@ class LLMEvaluator:
                     return await guarded(c, "probe", probes.grade(c, session), session)
                 return await guarded(c, "judge", self._grade(task, c, session), session)
 
-        verdicts = list(await asyncio.gather(*(one(c) for c in task.criteria)))
+        if self.use_probes:  # hybrid: command criteria by their command, after the others
+            graded = await asyncio.gather(*(one(c) for c in task.criteria if c.command is None))
+            verdicts = _in_task_order(task, [*graded, *await _command_verdicts(task, session)])
+        else:
+            verdicts = list(await asyncio.gather(*(one(c) for c in task.criteria)))
         problems = audit(verdicts, session.items) if self.audit else []
         if problems:
             raise AuditViolation(problems, verdicts)

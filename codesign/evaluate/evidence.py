@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codesign._protocols import Sandbox
 from codesign._types import EvidenceItem
 from codesign.redact import redact, redact_data
 from codesign.runtime.browser import Browser
@@ -92,6 +93,7 @@ class EvidenceSession:
     workspace: Path
     node_cache: Path | None = None  # installed dependencies (spec runners use it like apps)
     scratch_root: str | None = None
+    sandbox: Sandbox | None = None  # the candidate sandbox the app was built in (command criteria run there)
     items: dict[str, EvidenceItem] = field(default_factory=dict)
     pages: dict[tuple[str, str], LoadedPage] = field(default_factory=dict)
     timeouts: list[str] = field(default_factory=list)  # app timeouts met while grading: not stored as finished

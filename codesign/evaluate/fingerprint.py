@@ -21,6 +21,7 @@ GRADING = (
     "codesign.evaluate.actions",  # how a probe's steps are performed
     "codesign.evaluate.assertions",  # the probe language's assertions
     "codesign.evaluate.audit",
+    "codesign.evaluate.commands",
     "codesign.evaluate.evaluators",
     "codesign.evaluate.evidence",
     "codesign.evaluate.judge",

@@ -104,7 +104,7 @@ async def evaluate_patch(
                 time.monotonic() - start,
             )
         async with serving(workspace, env, box) as base_url:
-            session = EvidenceSession(browser, base_url, out_dir, workspace, node_cache, scratch_root)
+            session = EvidenceSession(browser, base_url, out_dir, workspace, node_cache, scratch_root, box)
             options = evaluator.evidence_options() if hasattr(evaluator, "evidence_options") else {}
             status, message = TrialStatus.OK.value, ""
 

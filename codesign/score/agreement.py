@@ -3,7 +3,7 @@
 An *item* is one criterion of one solve (``trial_key`` × ``criterion_id``): every grader of that solve
 judged the same app. A *rater* is one source of verdicts on items:
 
-- ``deterministic`` — the probe, script or spec of a criterion that has one;
+- ``deterministic`` — the probe, script, spec or command of a criterion that has one;
 - ``<evaluator>`` — an LLM evaluator's final verdict (after its verifier);
 - ``<evaluator>:judge`` — the same evaluator's judge before the verifier, when the verifier changed any;
 - ``human:<reviewer>`` — a person's label (:mod:`codesign.score.labels`).
@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 VERDICT_CODE = {"FAIL": 0, "PARTIAL": 1, "PASS": 2}
-DETERMINISTIC = ("probe", "script", "spec")
+DETERMINISTIC = ("probe", "script", "spec", "command")
 RESAMPLES = 2000  # percentile intervals of 2000 resamples move by < 0.005 between seeds on 100 items
 PAIR_SCHEMA: dict[str, type[pl.DataType]] = {
     "reference": pl.String,

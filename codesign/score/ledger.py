@@ -20,7 +20,7 @@ from codesign.score.metrics import CELL, graded_by_older_code
 # Unscored buckets, in the order the tables show them: trial status (and, for errors, where or why).
 INFRA_STAGES = ("solve", "evaluate", "worker")  # an infra_error's stage ("worker": its worker was lost)
 GRADING_CAUSES = (Ungraded.GRADER_ERROR.value, Ungraded.INFRA.value, Ungraded.UNDECIDED_TIMEOUT.value)
-GRADERS = ("probe", "script", "spec", "judge")
+GRADERS = ("probe", "script", "spec", "command", "judge")
 
 SCHEMA: dict[str, Any] = {
     **dict.fromkeys(
@@ -124,7 +124,7 @@ def denominators_frame(tasks: pl.DataFrame, ledger: pl.DataFrame) -> pl.DataFram
     graded = in_scores & pl.col("ungraded").is_null()
     per_criterion = criteria.group_by(CELL).agg(
         criteria_scored=in_scores.sum(),
-        **{f"by_{g}": (graded & (pl.col("grader") == g)).sum() for g in ("probe", "script", "spec")},
+        **{f"by_{g}": (graded & (pl.col("grader") == g)).sum() for g in ("probe", "script", "spec", "command")},
         by_judge=(graded & pl.col("grader").is_in(["judge", "verifier"])).sum(),
         verifier_lowered=(graded & (pl.col("grader") == "verifier") & pl.col("original_verdict").is_not_null()).sum(),
         not_gradable=(in_scores & (pl.col("ungraded") == Ungraded.NOT_GRADABLE.value)).sum(),

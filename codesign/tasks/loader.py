@@ -68,6 +68,9 @@ class Task:
             scripts["script_folders"] = {
                 f: tree_hash(self.dir / f, (*GENERATED_DIRS, *SCRIPT_FOLDER_SKIP)) for f in folders
             }
+        files = sorted({c.command.files for c in self.criteria if c.command and c.command.files})
+        if files:  # the folders command criteria copy in at grading (a test script and its fixtures)
+            scripts["command_files"] = {f: tree_hash(self.dir / f, GENERATED_DIRS) for f in files}
         if self.spec_runner is not None:  # the spec folder (specs, config, lockfile) and how it runs
             scripts["spec_runner"] = [self.spec_runner.model_dump(), tree_hash(self.dir / self.spec_runner.dir)]
         parsed = [c.model_dump() for c in self.criteria]
@@ -304,6 +307,20 @@ def load_task(task_dir: Path) -> Task:
             )
         if not script.is_file():
             raise TaskError(task_id, CRITERIA, f"{c.id}: script {c.script.file} is missing")
+    for c in criteria:
+        if c.command is None or c.command.files is None:
+            continue
+        files = task_dir / c.command.files
+        if not _inside(task_dir.resolve(), files) or Path(c.command.files).parts[0] in (APP_DIR, "attachments"):
+            raise TaskError(
+                task_id,
+                CRITERIA,
+                f"{c.id}: command files {c.command.files} must be in the task folder, "
+                "outside app/ and attachments/ (the solver sees those)",
+                "keep test files with the hidden material, e.g. tests/",
+            )
+        if not files.is_dir():
+            raise TaskError(task_id, CRITERIA, f"{c.id}: command files folder {c.command.files} is missing")
     runner = criteria_file.spec_runner
     if runner is not None:
         specs = task_dir / runner.dir

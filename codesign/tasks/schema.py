@@ -148,6 +148,20 @@ class SpecRunner(_Strict):
         return packages
 
 
+class CommandCheck(_Strict):
+    """A criterion graded by a command run on the candidate's final workspace, in the candidate sandbox
+    (confined, offline, the app built), e.g. the repository's own unit tests: ``npm test -- -t 'cart total'``.
+    Its exit status (``exit_zero``) or the reward it writes to ``$REWARD_DIR/reward.txt`` (``reward_file``,
+    Harbor's convention) decides; its output is evidence. ``files`` names a folder of the hidden material
+    copied in at grading only (as ``$CRITERION_FILES``): test files the solver never sees."""
+
+    run: str = Field(min_length=1)  # a bash command; its working folder is the final workspace
+    timeout_s: float = Field(default=300.0, gt=0, le=3600)  # generous: a verdict must not depend on load
+    pass_if: Literal["exit_zero", "reward_file"] = "exit_zero"
+    min_reward: float = 1.0  # pass_if reward_file: the reward at or above which the criterion holds
+    files: str | None = Field(default=None, pattern=r"^[^/]")  # relative to the task folder, e.g. tests
+
+
 class Criterion(_Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9_\-.]+$")
     text: str = Field(min_length=1)
@@ -156,17 +170,18 @@ class Criterion(_Strict):
     probe: Probe | None = None
     script: ScriptCheck | None = None  # a Playwright script of the task author's (instead of a probe)
     spec: SpecRef | None = None  # a test of the task's Playwright spec files (criteria.yaml's spec_runner)
+    command: CommandCheck | None = None  # a command run on the final workspace (the repository's own tests)
 
     @model_validator(mode="after")
     def _one_grader(self) -> Criterion:
-        if sum(g is not None for g in (self.probe, self.script, self.spec)) > 1:
-            raise ValueError("a criterion has one of probe, script or spec")
+        if sum(g is not None for g in (self.probe, self.script, self.spec, self.command)) > 1:
+            raise ValueError("a criterion has one of probe, script, spec or command")
         return self
 
     @property
     def deterministic(self) -> bool:
-        """Graded exactly (a probe, a script or a spec test), without an LLM."""
-        return self.probe is not None or self.script is not None or self.spec is not None
+        """Graded exactly (a probe, a script, a spec test or a command), without an LLM."""
+        return any(g is not None for g in (self.probe, self.script, self.spec, self.command))
 
 
 class NearMissFile(_Strict):
