@@ -220,3 +220,16 @@ def test_the_output_evidence_is_listed_with_the_verdict(tmp_path):
     assert next(v for v in stored if v["criterion_id"] == "price-unchanged")["evidence_ids"] == [
         "command:price-unchanged"
     ]
+
+
+def test_commands_run_in_a_docker_candidate_sandbox(node_image, tmp_path):
+    """The same criteria with sandbox=docker: files go in and the reward comes out through the container."""
+    root = make_task(tmp_path / "suite")
+    cfg = compose_config("model=oracle", "evaluator=probe", "tasks=all", f"tasks.root={root}", "executor=inline",
+                         "tracker=none", f"store.root={tmp_path / 'store'}", "attribution.below=null",
+                         "sandbox=docker", f"sandbox.image={node_image}")  # fmt: skip
+    (tmp_path / "run").mkdir()
+    got = verdicts(run(cfg, tmp_path / "run"))
+    assert {k: v["verdict"] for k, v in got.items()} == dict.fromkeys(("note-text", "price-unchanged", "reward"),
+                                                                      "PASS"), got  # fmt: skip
+    assert "graded from /" in evidence_log(tmp_path / "store", "reward")
