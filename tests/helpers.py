@@ -22,6 +22,19 @@ def compose_config(*overrides: str) -> DictConfig:
         return compose(config_name="config", overrides=list(overrides), return_hydra_config=False)
 
 
+def graded_run(tmp_path: Path, root: Path, model: str, store: Path | None = None, *overrides: str) -> dict:
+    """Every task under ``root`` solved by ``model`` and graded by the probe evaluator, inline, in one run
+    folder under ``tmp_path``: the run's tables (``codesign.runner.run``)."""
+    from codesign.runner import run
+
+    store = store or tmp_path / "store"
+    cfg = compose_config(f"model={model}", "evaluator=probe", "tasks=all", f"tasks.root={root}", "executor=inline",
+                         "tracker=none", f"store.root={store}", "attribution.below=null", *overrides)  # fmt: skip
+    out = tmp_path / f"run-{model}"
+    out.mkdir(parents=True, exist_ok=True)
+    return run(cfg, out)
+
+
 def cli(*args: str, cwd: Path = REPO, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
     """``python -m codesign ARGS`` in a real subprocess."""
     return subprocess.run(

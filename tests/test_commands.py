@@ -9,10 +9,9 @@ import polars as pl
 import pytest
 
 from codesign.errors import TaskError
-from codesign.runner import run
 from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
-from tests.helpers import compose_config
+from tests.helpers import graded_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -72,12 +71,7 @@ def make_task(root: Path, criteria: str = CRITERIA, **tests: str) -> Path:
 
 
 def graded(tmp_path: Path, root: Path, model: str, store: Path | None = None) -> dict[str, pl.DataFrame]:
-    store = store or tmp_path / "store"
-    cfg = compose_config(f"model={model}", "evaluator=probe", "tasks=all", f"tasks.root={root}", "executor=inline",
-                         "tracker=none", f"store.root={store}", "attribution.below=null")  # fmt: skip
-    out = tmp_path / f"run-{model}"
-    out.mkdir(parents=True, exist_ok=True)
-    return run(cfg, out)
+    return graded_run(tmp_path, root, model, store)
 
 
 def verdicts(tables: dict[str, pl.DataFrame]) -> dict[str, dict]:
@@ -225,11 +219,7 @@ def test_the_output_evidence_is_listed_with_the_verdict(tmp_path):
 def test_commands_run_in_a_docker_candidate_sandbox(node_image, tmp_path):
     """The same criteria with sandbox=docker: files go in and the reward comes out through the container."""
     root = make_task(tmp_path / "suite")
-    cfg = compose_config("model=oracle", "evaluator=probe", "tasks=all", f"tasks.root={root}", "executor=inline",
-                         "tracker=none", f"store.root={tmp_path / 'store'}", "attribution.below=null",
-                         "sandbox=docker", f"sandbox.image={node_image}")  # fmt: skip
-    (tmp_path / "run").mkdir()
-    got = verdicts(run(cfg, tmp_path / "run"))
+    got = verdicts(graded_run(tmp_path, root, "oracle", None, "sandbox=docker", f"sandbox.image={node_image}"))
     assert {k: v["verdict"] for k, v in got.items()} == dict.fromkeys(("note-text", "price-unchanged", "reward"),
                                                                       "PASS"), got  # fmt: skip
     assert "graded from /" in evidence_log(tmp_path / "store", "reward")

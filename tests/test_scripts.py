@@ -10,10 +10,9 @@ import polars as pl
 import pytest
 
 from codesign.errors import TaskError
-from codesign.runner import run
 from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
-from tests.helpers import compose_config
+from tests.helpers import graded_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -76,12 +75,7 @@ def make_task(root: Path, criteria: str = CRITERIA, **checks: str) -> Path:
 
 
 def graded(tmp_path: Path, root: Path, model: str, store: Path | None = None) -> dict[str, pl.DataFrame]:
-    store = store or tmp_path / "store"
-    cfg = compose_config(f"model={model}", "evaluator=probe", "tasks=all", f"tasks.root={root}", "executor=inline",
-                         "tracker=none", f"store.root={store}", "attribution.below=null")  # fmt: skip
-    out = tmp_path / f"run-{model}"
-    out.mkdir(parents=True, exist_ok=True)
-    return run(cfg, out)
+    return graded_run(tmp_path, root, model, store)
 
 
 def verdicts(tmp_path: Path, root: Path, model: str) -> dict[str, dict]:

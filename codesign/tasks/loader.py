@@ -296,41 +296,20 @@ def load_task(task_dir: Path) -> Task:
     for c in criteria:
         if c.script is None:
             continue
-        script = task_dir / c.script.file
-        if not _inside(task_dir.resolve(), script) or Path(c.script.file).parts[0] in (APP_DIR, "attachments"):
-            raise TaskError(
-                task_id,
-                CRITERIA,
-                f"{c.id}: script {c.script.file} must be in the task folder, "
-                "outside app/ and attachments/ (the solver sees those)",
-                "keep checks with the hidden material, e.g. checks/",
-            )
+        hint = "keep checks with the hidden material, e.g. checks/"
+        script = _hidden(task_id, task_dir, c.script.file, f"{c.id}: script {c.script.file}", hint)
         if not script.is_file():
             raise TaskError(task_id, CRITERIA, f"{c.id}: script {c.script.file} is missing")
     for c in criteria:
         if c.command is None or c.command.files is None:
             continue
-        files = task_dir / c.command.files
-        if not _inside(task_dir.resolve(), files) or Path(c.command.files).parts[0] in (APP_DIR, "attachments"):
-            raise TaskError(
-                task_id,
-                CRITERIA,
-                f"{c.id}: command files {c.command.files} must be in the task folder, "
-                "outside app/ and attachments/ (the solver sees those)",
-                "keep test files with the hidden material, e.g. tests/",
-            )
+        hint = "keep test files with the hidden material, e.g. tests/"
+        files = _hidden(task_id, task_dir, c.command.files, f"{c.id}: command files {c.command.files}", hint)
         if not files.is_dir():
             raise TaskError(task_id, CRITERIA, f"{c.id}: command files folder {c.command.files} is missing")
     runner = criteria_file.spec_runner
     if runner is not None:
-        specs = task_dir / runner.dir
-        if not _inside(task_dir.resolve(), specs) or Path(runner.dir).parts[0] in (APP_DIR, "attachments"):
-            raise TaskError(
-                task_id,
-                CRITERIA,
-                f"spec_runner.dir {runner.dir} must be in the task folder, outside "
-                "app/ and attachments/ (the solver sees those)",
-            )
+        specs = _hidden(task_id, task_dir, runner.dir, f"spec_runner.dir {runner.dir}")
         if not (specs / "package.json").is_file():
             raise TaskError(
                 task_id,
@@ -353,6 +332,15 @@ def load_task(task_dir: Path) -> Task:
         content_hash=tree_hash(task_dir),
         spec_runner=runner,
     )
+
+
+def _hidden(task_id: str, task_dir: Path, rel: str, what: str, hint: str | None = None) -> Path:
+    """``task_dir / rel``, which must be hidden material: in the task folder, outside what the solver sees."""
+    path = task_dir / rel
+    if not _inside(task_dir.resolve(), path) or Path(rel).parts[0] in (APP_DIR, "attachments"):
+        where = "must be in the task folder, outside app/ and attachments/ (the solver sees those)"
+        raise TaskError(task_id, CRITERIA, f"{what} {where}", hint)
+    return path
 
 
 def load_suite(root: str | Path, include: list[str] | None = None) -> Suite:
