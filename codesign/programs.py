@@ -43,8 +43,10 @@ PROGRAMS: tuple[Program, ...] = (
     Program("dockerd", "sandbox=docker: the Docker Engine codesign starts", "docker.io", groups=("test", "docker")),
     Program("umount", "stopping the Docker Engine codesign started", source="prerequisite",
             groups=("test", "docker")),
-    Program("debootstrap", "building the codesign/node image", "debootstrap", groups=("test", "docker")),
-    Program("tar", "importing the codesign/node image", source="prerequisite", groups=("test", "docker")),
+    Program("debootstrap", "building the codesign/node image and the codesign/debian:trixie image under the "
+            "harbor image (codesign.export.harbor_image)", "debootstrap", groups=("test", "docker")),
+    Program("tar", "importing the codesign/node and codesign/debian:trixie images", source="prerequisite",
+            groups=("test", "docker")),
     Program("busybox", "the 2 MB codesign/busybox test image", "busybox-static", groups=("test", "docker")),
     Program("shellcheck", "checking the launchers' shell scripts (tests/test_launchers.py)", "shellcheck",
             groups=("test",)),

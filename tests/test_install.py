@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import os
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -57,7 +59,8 @@ def programs_called(root: Path) -> dict[str, set[str]]:
                     names.append(_program(node.value))
                 shell_constant = any(t.isupper() and t.endswith(("_INSTALL", "_BUILD", "_COMMAND")) for t in targets)
                 if shell_constant and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                    names.append(node.value.value.split()[0])
+                    words = shlex.split(node.value.value)  # the program after any VAR=value assignments
+                    names.append(next((w for w in words if not re.match(r"^[A-Za-z_]\w*=", w)), ""))
             for name in filter(None, names):
                 found.setdefault(name, set()).add(where)
     return found
@@ -79,9 +82,10 @@ def test_the_scan_reports_a_program_nobody_declared(tmp_path):
         "    argv = ['/usr/bin/other-tool', p]\n"
         "    return shutil.which('third-tool')\n"
         "MEDIA_COMMAND = 'fourth-tool --fast'\n"
+        'TEST_COMMAND = \'HOME="$PWD" fifth-tool "$X"\'\n'
     )
     called = programs_called(tmp_path)
-    assert set(called) == {"imaginary-tool", "other-tool", "third-tool", "fourth-tool"}
+    assert set(called) == {"imaginary-tool", "other-tool", "third-tool", "fourth-tool", "fifth-tool"}
     assert not set(called) & programs.DECLARED
 
 

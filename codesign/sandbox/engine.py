@@ -147,7 +147,7 @@ def busybox_image() -> str:
     return BUSYBOX_IMAGE
 
 
-def _debian_mirror() -> str | None:
+def debian_mirror() -> str | None:
     """The Debian mirror this machine's apt uses (debootstrap's own default otherwise)."""
     sources = [
         *Path("/etc/apt/sources.list.d").glob("*.sources"),
@@ -174,7 +174,7 @@ def node_image() -> str:
         raise EnvironmentSetupError("Node.js is not installed on this machine", "install Node.js 20+")
     with tempfile.TemporaryDirectory() as tmp:
         rootfs = Path(tmp) / "rootfs"
-        mirror = _debian_mirror()
+        mirror = debian_mirror()
         run_command(
             [
                 "debootstrap",
