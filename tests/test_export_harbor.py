@@ -314,11 +314,15 @@ def test_harbors_own_loader_and_lint_accept_every_exported_task_and_catch_a_brok
     assert {f["rule"] for f in missing["findings"]} == {"invalid-task-files"}
 
 
+# Alone: Harbor's compose project creates a network on the engine, and Chromium fails the requests in flight
+# in every other test's browser when the host's interfaces change (net::ERR_NETWORK_CHANGED: seen once under
+# make test, two gate verdicts of the bundled suite disturbed while this ran beside them).
 @pytest.mark.slow
-@pytest.mark.duration(420)
-def test_harbor_runs_the_oracle_to_reward_1_the_nop_below_and_a_broken_grader_as_its_error(tmp_path, docker_engine):
+@pytest.mark.alone
+def test_harbor_runs_the_oracle_to_reward_1_and_the_nop_to_the_preservation_share(tmp_path, docker_engine):
     """Harbor itself (harbor run, its docker environment and oracle / nop agents) on exported tasks, on codesign's
-    worker image built from this checkout."""
+    worker image built from this checkout. (A grader that cannot start bubblewrap writes no reward: tested by
+    running test.sh here, test_a_grader_failure_writes_no_reward_and_exits_non_zero.)"""
     from codesign.export.harbor_image import harbor_run, worker_image
 
     image = worker_image(Path(harbor_tasks.__file__).resolve().parents[2])
@@ -336,14 +340,3 @@ def test_harbor_runs_the_oracle_to_reward_1_the_nop_below_and_a_broken_grader_as
     task = load_task(SUITE / bakery)
     kept = sum(c.preserve for c in task.criteria) / len(task.criteria)  # the untouched app keeps what it had
     assert nop["exception_info"] is None and nop["verifier_result"]["rewards"] == {"reward": kept} and kept < 1
-
-    # Without the compose file's options bubblewrap cannot start in the container: Harbor records the
-    # verifier's error (no reward file), where grading would have failed every build as the candidate's.
-    broken = tmp_path / "no-compose" / NODE
-    shutil.copytree(out / NODE, broken)
-    (broken / "environment" / "docker-compose.yaml").unlink()
-    failed = harbor_run(broken, "oracle", tmp_path / "jobs")
-    assert failed["verifier_result"] is None
-    assert failed["exception_info"]["exception_type"] == "RewardFileNotFoundError", failed["exception_info"]
-    error = (Path(failed["trial_dir"]) / "verifier" / "grading_error.txt").read_text()
-    assert "bubblewrap cannot create a sandbox" in error
