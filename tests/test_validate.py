@@ -16,7 +16,7 @@ GOOD = "me-bakery-header-mockup"
 @pytest.mark.duration(230)
 def test_gate_passes_on_the_whole_bundled_suite(tmp_path):
     code, out, folder = gate_in(tmp_path)
-    assert code == 0
+    assert code == 0, out  # the report names the task and the check that failed
     n = len(load_suite(SUITE).tasks)
     assert f"{n}/{n} tasks pass the gate" in out
     report = pl.read_parquet(folder / "validation.parquet")
