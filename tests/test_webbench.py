@@ -35,13 +35,14 @@ START = """<!doctype html><html><head><title>Notes</title></head><body>
 </body></html>
 """
 FINAL = """<!doctype html><html><head><title>Notes</title></head><body>
-<main class="board"><button class="add">add</button><ul class="notes"></ul></main>
+<main class="board"><button class="add">add note</button><ul class="notes"></ul></main>
 <script src="index.js"></script>
 </body></html>
 """
 SCRIPT_START = "// notes\n"
 SCRIPT_FINAL = """document.querySelector('.add').addEventListener('click', () => {
-  const li = document.createElement('li'); li.textContent = 'note'; document.querySelector('.notes').append(li)
+  const notes = document.querySelector('.notes')
+  const li = document.createElement('li'); li.textContent = `note ${notes.children.length + 1}`; notes.append(li)
 })
 document.querySelector('.add').addEventListener('contextmenu', (e) => e.preventDefault())
 """
@@ -76,6 +77,32 @@ test('add appends notes, right-click does not', async ({ page }) => {
   await expect(page.locator('.notes li')).toHaveCount(1)
   await page.locator('.add').click()
   await expect(page.locator('.notes li')).toHaveCount(2)
+})
+"""
+
+# Tasks 2 and 3 of notes (Web-Bench's projects have 20): the reference in src/ does all three, as Web-Bench's does.
+TASKS = [
+    {"id": "task-1", "date": "2025-05-12", "level": "easy",
+     "description": "Add an 'add' button (class 'add') to the board that appends a note to .notes on each click."},
+    {"id": "task-2", "date": "2025-05-13", "description": "Label the add button 'add note'."},
+    {"id": "task-3", "date": "2025-05-14", "description": "Number the notes: 'note 1', 'note 2', …"},
+]  # fmt: skip
+TASK_2_SPEC = """const { test, expect } = require('@playwright/test')
+test('the add button says add note', async ({ page }) => {
+  await page.goto('/index.html')
+  await expect(page.locator('.add')).toHaveText('add note', { timeout: 1_000 })
+})
+"""
+TASK_3_SPEC = """const { test, expect } = require('@playwright/test')
+test('notes are numbered', async ({ page }) => {
+  await page.goto('/index.html')
+  await page.locator('.add').click({ timeout: 1_000 })
+  await page.locator('.add').click()
+  await expect(page.locator('.notes li')).toHaveText(['note 1', 'note 2'])
+})
+test('the board is still there', async ({ page }) => {  // true of src-init: a preservation
+  await page.goto('/index.html')
+  await expect(page.locator('.board')).toBeAttached()
 })
 """
 
@@ -164,15 +191,15 @@ def checkout(root: Path) -> Path:
     put(project + "package.json", json.dumps({"name": "@web-bench/notes", "eval": {"stable": True},
                                               "devDependencies": {"@web-bench/test-util": "workspace:*"}}))  # fmt: skip
     put(project + "playwright.config.js", CONFIG)
-    put(project + "tasks.jsonl", json.dumps({"id": "task-1", "date": "2025-05-12", "level": "easy",
-                                             "description": "Add an 'add' button (class 'add') to the board that "
-                                             "appends a note to .notes on each click."}) + "\n\n")  # fmt: skip
+    put(project + "tasks.jsonl", "".join(json.dumps(t) + "\n" for t in TASKS) + "\n")
     put(project + "src-init/index.html", START)
     put(project + "src-init/index.js", SCRIPT_START)
     put(project + "src/index.html", FINAL)
     put(project + "src/index.js", SCRIPT_FINAL)
     put(project + "test/init.spec.js", INIT_SPEC)
     put(project + "test/task-1.spec.js", TASK_SPEC)
+    put(project + "test/task-2.spec.js", TASK_2_SPEC)
+    put(project + "test/task-3.spec.js", TASK_3_SPEC)
     vite = "projects/cards/"
     put(vite + "package.json", json.dumps(VITE_PACKAGE))
     put(vite + "vite.config.js", VITE_CONFIG)
@@ -205,7 +232,7 @@ def gate_verdicts(folder: Path, which: str) -> dict[str, dict[str, dict]]:
     }
 
 
-@pytest.mark.duration(155)
+@pytest.mark.duration(70)
 def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_own_specs(tmp_path, capsys):
     out = tmp_path / "suite"
     code = webbench.main([str(checkout(tmp_path / "web-bench")), str(out)])

@@ -1,6 +1,6 @@
 """The Web-Bench importer's other branches, on the Web-Bench-format fixture checkout of ``test_webbench``:
-every reason it refuses a project, ``--task N`` for N > 1, ``--no-classify``, and no half-written task left
-when an import fails part way."""
+every reason it refuses a project or a task, ``--task N`` for N > 1, ``--no-classify``, and no half-written
+task left when an import fails part way."""
 
 from __future__ import annotations
 
@@ -12,16 +12,9 @@ import yaml
 
 from codesign.importers import webbench
 from codesign.tasks.loader import load_task
-from tests.test_webbench import CONFIG, FINAL, INIT_SPEC, SCRIPT_FINAL, START, checkout
+from tests.test_webbench import CONFIG, FINAL, INIT_SPEC, SCRIPT_FINAL, START, TASKS, checkout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-TASK_2 = "Label the add button 'add note'."
-TASK_2_SPEC = """const { test, expect } = require('@playwright/test')
-test('the add button says add note', async ({ page }) => {
-  await page.goto('/index.html')
-  await expect(page.locator('.add')).toHaveText('add note', { timeout: 3_000 })
-})
-"""
 
 
 def put(root: Path, path: str, text: str) -> None:
@@ -54,15 +47,15 @@ def project(
 
 
 PAGE = {"index.html": START, "index.js": "// notes\n"}
-REFUSED = {
-    "unstable": "not marked stable by Web-Bench",
-    "no-sources": "no src-init/ and src/",
-    "no-page": "src-init/ has no HTML page: its tests check files (e.g. with a compiler), not an app",
-    "workspace": "depends on workspace packages codesign cannot resolve: @web-bench/shop-server",
-    "not-a-project": "not a project",
-    "no-task": "ValueError: no-task has no task-1",
-    "empty-spec": "ValueError: test/task-1.spec.js lists no test",
-    "with-server": "served by `npm run dev -- ${PORT}`",  # the fixture's own
+REFUSED = {  # project -> the line that says why (a whole project, or the task asked for)
+    "unstable": "unstable: not marked stable by Web-Bench",
+    "no-sources": "no-sources: no src-init/ and src/",
+    "no-page": "no-page: src-init/ has no HTML page: its tests check files (e.g. with a compiler), not an app",
+    "workspace": "workspace: depends on workspace packages codesign cannot resolve: @web-bench/shop-server",
+    "not-a-project": "not-a-project: not a project",
+    "no-task": "no-task task-1: ValueError: no-task has no task-1",
+    "empty-spec": "empty-spec task-1: ValueError: test/task-1.spec.js lists no test",
+    "with-server": "with-server: served by `npm run dev -- ${PORT}`",  # the fixture's own
 }
 
 
@@ -86,12 +79,12 @@ def test_every_refusal_is_a_skip_with_its_reason_and_no_half_written_task(refusa
     code = webbench.main([str(refusals), str(out), "--projects", ",".join(wanted), "--no-classify", "--jobs", "2"])
     printed = capsys.readouterr().out
     assert code == 0, printed
-    for name, reason in REFUSED.items():
-        assert f"skip {name}: {reason}" in printed, (name, printed)
+    for name, line in REFUSED.items():
+        assert f"skip {line}" in printed, (name, printed)
     assert f"1 imported, {len(REFUSED)} skipped" in printed
     # Only the imported task is there: the one whose import failed part way (its app, reference and specs were
     # written) was removed, and a refused project never gets a folder.
-    assert sorted(p.name for p in out.iterdir()) == ["wb-notes-task-1"]
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "summary.md", "wb-notes-task-1"]
 
 
 def test_a_project_whose_starting_app_already_passes_is_refused_and_removed(tmp_path, capsys):
@@ -102,25 +95,20 @@ def test_a_project_whose_starting_app_already_passes_is_refused_and_removed(tmp_
     code = webbench.main([str(root), str(out), "--projects", "done"])
     printed = capsys.readouterr().out
     assert code == 1 and "0 imported, 1 skipped" in printed  # nothing imported: a failing command
-    assert "skip done: ValueError: the starting app already passes every test of task-1: nothing to change" in printed
-    assert not list(out.iterdir())
+    assert "skip done task-1: ValueError: the starting app already passes every test of task-1: nothing" in printed
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "summary.md"]  # no task folder
 
 
 def test_task_n_asks_for_every_change_up_to_n_and_grades_all_of_their_tests(tmp_path, capsys):
     root = checkout(tmp_path / "web-bench")
-    notes = root / "projects" / "notes"
-    with (notes / "tasks.jsonl").open("a") as f:
-        f.write(json.dumps({"id": "task-2", "date": "2025-05-13", "description": TASK_2}) + "\n")
-    (notes / "test" / "task-2.spec.js").write_text(TASK_2_SPEC)
-    final = (notes / "src" / "index.html").read_text().replace(">add</button>", ">add note</button>")
-    (notes / "src" / "index.html").write_text(final)
     out = tmp_path / "suite"
     assert webbench.main([str(root), str(out), "--projects", "notes", "--task", "2", "--no-classify"]) == 0
     assert "ok   notes -> " in capsys.readouterr().out
     task = load_task(out / "wb-notes-task-2")
     request = task.manifest.request
     assert request.startswith("Make these 2 changes, in order")
-    assert request.index("Change 1:\nAdd an 'add' button") < request.index(f"Change 2:\n{TASK_2}")
+    assert request.index("Change 1:\nAdd an 'add' button") < request.index(f"Change 2:\n{TASKS[1]['description']}")
+    assert "Change 3" not in request
     preserve = {c.id: c.preserve for c in task.criteria}
     # init's and task 1's tests must keep passing (--no-classify: no baseline run); task 2's is the change.
     assert preserve == {"init-board": True, "task-1-add-button-inside-the-board": True,
@@ -128,6 +116,7 @@ def test_task_n_asks_for_every_change_up_to_n_and_grades_all_of_their_tests(tmp_
                         "task-2-the-add-button-says-add-note": False}  # fmt: skip
     assert "add note" in (out / "wb-notes-task-2" / "solution" / "solution.patch").read_text()
     assert (out / "wb-notes-task-2" / "specs" / "test" / "task-2.spec.js").is_file()
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "summary.md", "wb-notes-task-2"]
 
 
 def test_no_classify_keeps_the_file_rule_and_runs_nothing(tmp_path, capsys):

@@ -1,7 +1,8 @@
 """Web-Bench projects as codesign tasks: ``python -m codesign.importers.webbench CHECKOUT OUT``.
 
-Web-Bench (Apache-2.0) ships projects of 20 cumulative tasks, each checked by Playwright spec files. For task
-N (default 1) of each selected project this writes one task folder ``wb-<project>-task-<N>``:
+Web-Bench (Apache-2.0) ships projects of 20 cumulative tasks, each checked by Playwright spec files. For each
+task N chosen (``--task N``, default 1; ``--tasks all``, ``1-20``, ``3,5``) of each selected project this
+writes one task folder ``wb-<project>-task-<N>``:
 
 - ``app/``: the starting app. A project served as static files (``npx serve``) is ``src-init/`` itself
   (plus the project's ``assets/``, which Web-Bench copies in). A project served by Vite keeps Web-Bench's
@@ -9,24 +10,29 @@ N (default 1) of each selected project this writes one task folder ``wb-<project
   ``package.json`` (the test-only dependencies dropped, since Web-Bench resolves its test-util as a
   ``workspace:*`` package) and a lockfile resolved by ``npm`` at import time, so every trial installs the same
   versions; codesign serves it with its Vite dev server, as Web-Bench's own evaluation does.
-- ``task.yaml``: the task's description as the request (tasks 1..N's, in order, for N > 1: the app is
-  ``src-init``); track RE, one edit type (Web-Bench tasks are functional changes to an existing code
-  base); routes are the starting app's HTML pages.
+- ``task.yaml``: the task's description as the request (tasks 1..N's, in order, for N > 1: Web-Bench ships no
+  state between ``src-init`` and the final ``src``, so the app is ``src-init`` for every N); track RE, one
+  edit type (Web-Bench tasks are functional changes to an existing code base); routes are the starting app's
+  HTML pages.
 - ``solution/solution.patch``: ``src-init`` → ``src`` (Web-Bench's reference after all tasks, which
   passes every earlier task's specs since grading is cumulative).
 - ``specs/``: the project's ``test/`` folder and config, its test-util library kept as a local package
   (``spec_runner.packages``, so ``require`` and ES ``import`` both find it) and a pinned ``@playwright/test``
   with a lockfile; ``criteria.yaml`` has one criterion per test of ``init.spec.js`` and of
   ``task-1..N.spec.js``, listed by ``playwright test --list`` — never by parsing JavaScript. Which of them
-  are changes is decided by running them once on the unchanged app at import: a test it passes is a
-  preservation (it must keep passing), a test it fails is a change (the solution must make it pass — for
-  task N's tests, and for the odd earlier test the starting app does not pass, e.g. an ``init`` test that
-  needs CSS ``src-init`` lacks). ``--no-classify`` skips that run: ``init`` and earlier tasks' tests are
-  then preservations, task N's the changes.
+  are changes is decided by running them on the unchanged app at import: a test it passes is a
+  preservation (it must keep passing), a test it fails is a change (the solution must make it pass).
+  ``--no-classify`` skips that run: ``init`` and earlier tasks' tests are then preservations, task N's the
+  changes. ``--repeat K`` grades the reference K times: a test that passes and fails is flaky — left out of
+  the criteria, with the evidence in a comment atop ``criteria.yaml`` (``--include-flaky`` keeps it, marked).
 
-Projects that need what codesign does not run (a database or full-stack server, a bundler task, files
-checked by a compiler with no page) are skipped with the reason. Nothing of Web-Bench is shipped with
-codesign; point CHECKOUT at your own clone.
+The tasks of a project share their app, reference and specs, so each of those runs happens once per project
+(on every test up to the last task wanted), its spec files split over ``--workers`` Playwright runners at
+once on the starting app (whose tests wait out their bounds) and ``--reference-workers`` on the reference.
+``OUT/summary.md`` and ``summary.json`` say what was imported, skipped and flaky; ``--gate`` then runs
+:mod:`codesign.importers.webbench_gate`. Projects that need what codesign does not run (a database or
+full-stack server, a bundler task, files checked by a compiler with no page) are skipped with the reason.
+Nothing of Web-Bench is shipped with codesign; point CHECKOUT at your own clone.
 """
 
 from __future__ import annotations
@@ -40,20 +46,27 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from codesign.importers.webbench_runs import Flaky, StartingAppDoesNotBuild, flaky_tests, grade_in_parallel
+from codesign.importers.webbench_summary import SUMMARY_MD, record_import
+from codesign.runtime.browser import Browser
 from codesign.sandbox.dependencies import cached_node_modules, failure_excerpt, link_node_modules
-from codesign.tasks.loader import load_task
+from codesign.tasks.loader import GENERATED_DIRS, load_task
 
 RUNNER = Path(__file__).with_name("webbench_runner")  # package.json + lockfile pinning @playwright/test
 UTIL = "@web-bench/test-util"
 LIBRARY_PATH = re.compile(r"(['\"])(?:\.\./)+libraries/test-util(?:/src)?(?:/index(?:\.js)?)?\1")
 PASSES_ALREADY = " (already true of the starting app: kept as a preservation)"
 FAILS_ALREADY = " (the starting app fails this earlier test: the solution must make it pass)"
+FLAKY_KEPT = " (flaky on Web-Bench's reference: passed {passed} of {runs} runs at import)"
+FLAKY_KEY = "flaky"  # criteria.yaml's comment block of flaky tests
 PACKAGES = {UTIL: "libraries/test-util"}  # spec_runner.packages: test-util linked into node_modules
 TEST_ONLY = {UTIL, "@playwright/test", "serve"}  # the app's dependencies the app itself never uses
 NOT_APP = {"test", "test-utils", "src", "src-init", "assets", "tasks.jsonl", "tasks.yml", "readme.md",
@@ -61,6 +74,16 @@ NOT_APP = {"test", "test-utils", "src", "src-init", "assets", "tasks.jsonl", "ta
 # Web-Bench's solver sees only the sources folder; here it sees the project around it, so say where paths start.
 SOURCES_NOTE = "\n\n(The app's sources are in src/: file paths in this request are relative to src/.)"
 VITE_SERVE = "EVAL=1 node_modules/.bin/vite --port {port} --host 127.0.0.1 --strictPort"  # EVAL=1: no file watcher
+# Bounds. A test that runs out of one is run again alone with 4x (codesign.evaluate.specs), so a bound sets what a
+# test failing on purpose costs: calculator's `click` on a button src-init lacks waited 30 s + 120 s under
+# Web-Bench's 30 s a test; jotai's classification took 1114 s under its development setting of 15 s, calculator's
+# 451 s under 5 s (20 tasks, 8 runners). The reference's slowest test took 1.4 s (calculator, 68 tests, median
+# 0.38 s): 5 s is 3.5x that, and the run again's 20 s holds a test slowed 14x, or canvas's tests that wait 10 s on
+# purpose. Web-Bench's own development bounds are 2-30 s a test, 1-5 s an expect.
+TEST_TIMEOUT_S = 5.0
+EXPECT_TIMEOUT_S = 2.0
+WORKERS = 8  # runners at once on a starting app, whose tests wait: see the measurement in docs/tasks.md
+REFERENCE_WORKERS = 2  # on the reference, whose tests compute: one per core (Web-Bench's 500 ms timing tests)
 
 
 def read_tasks(project: Path) -> list[dict[str, Any]]:
@@ -255,33 +278,72 @@ def write_specs(checkout: Path, project: Path, name: str, specs: Path) -> None:
     shutil.copy2(util / "package.json", specs / "libraries" / "test-util" / "package.json")
 
 
-def spec_criteria(folder: Path, project: Path, n: int, node_cache: Path) -> list[dict[str, Any]]:
-    """One criterion per test of init and tasks 1..n (task n's are the changes)."""
-    files = [
-        f"test/{f}"
-        for f in ["init.spec.js", *(f"task-{k}.spec.js" for k in range(1, n + 1))]
-        if (project / "test" / f).is_file()
-    ]
+def task_numbers(project: Path) -> list[int]:
+    """The numbers of the project's tasks (``task-1`` … ``task-20``), in order."""
+    found = (re.fullmatch(r"task-(\d+)", str(t.get("id", ""))) for t in read_tasks(project))
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def parse_tasks(text: str) -> list[int] | None:
+    """``--tasks``: ``all`` (None: every task a project has), ``1-20``, ``3,5,7-9``."""
+    if text.strip() == "all":
+        return None
+    numbers: set[int] = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m or int(m.group(1)) < 1 or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+            raise ValueError(f"--tasks {text!r}: {part!r} is not N or N-M (N ≥ 1); e.g. --tasks all, 1-20, 3,5,7-9")
+        numbers.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    return sorted(numbers)
+
+
+def _file_rank(file: str) -> int:
+    """init's tests first, then task 1's, task 2's …"""
+    m = re.search(r"task-(\d+)\.spec\.js$", file)
+    return int(m.group(1)) if m else 0
+
+
+def spec_files(project: Path, n: int) -> list[str]:
+    """The spec files whose tests task ``n`` is graded on: ``init.spec.js`` and ``task-1..n.spec.js``."""
+    names = ["init.spec.js", *(f"task-{k}.spec.js" for k in range(1, n + 1))]
+    return [f"test/{f}" for f in names if (project / "test" / f).is_file()]
+
+
+def listed_criteria(
+    folder: Path, project: Path, top: int, node_cache: Path
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """One criterion per test of init and tasks 1..top (init's preservations for now), and the spec files that
+    do not load, with Playwright's reason (the tasks that need them cannot be imported; the others can)."""
+    files = spec_files(project, top)
     sources = folder / "app" / ("src" if layout(project) == "vite" else "")
+    broken: dict[str, str] = {}
+    try:
+        listed = list_tests(folder / "specs", files, PACKAGES, sources, node_cache)
+    except RuntimeError:  # one spec that does not load lists nothing for every file: find which, file by file
+        listed = []
+        for file in files:
+            try:
+                listed += list_tests(folder / "specs", [file], PACKAGES, sources, node_cache)
+            except RuntimeError as e:
+                broken[file] = str(e)
     criteria: list[dict[str, Any]] = []
-    for file, title in list_tests(folder / "specs", files, PACKAGES, sources, node_cache):
-        change = file == f"test/task-{n}.spec.js"
+    for file, title in sorted(listed, key=lambda t: _file_rank(t[0])):  # stable: each file's tests in order
         criteria.append(
             {
                 "id": f"{Path(file).name.removesuffix('.spec.js')}-{_slug(title)}",
                 "text": title,
                 "kind": "interaction",
-                "preserve": not change,
+                "preserve": file == "test/init.spec.js",  # set per task from the runs
                 "spec": {"file": file, "title": title},
             }
         )
-    if not any(not c["preserve"] for c in criteria):
-        raise ValueError(f"test/task-{n}.spec.js lists no test")
     ids = [c["id"] for c in criteria]
-    for i, c in enumerate(criteria):  # two tests with one slug keep apart
+    seen: dict[str, int] = {}
+    for c in criteria:  # two tests with one slug keep apart, numbered within their file (the same in every task)
         if ids.count(c["id"]) > 1:
-            c["id"] += f"-{i}"
-    return criteria
+            seen[c["id"]] = seen.get(c["id"], 0) + 1
+            c["id"] += f"-{seen[c['id']]}"
+    return criteria, broken
 
 
 def manifest(project: Path, name: str, n: int) -> dict[str, Any]:
@@ -318,79 +380,302 @@ def manifest(project: Path, name: str, n: int) -> dict[str, Any]:
     }
 
 
-def import_project(checkout: Path, name: str, out: Path, n: int, node_cache: Path, classify: bool = True) -> Path:
+@dataclass
+class ImportOptions:
+    """How the tasks are made and checked at import (the command line's options)."""
+
+    node_cache: Path = field(default_factory=lambda: Path("~/.cache/codesign/node_modules").expanduser())
+    classify: bool = True  # grade the starting app once to tell preservations from changes
+    repeat: int = 0  # grade the reference this many times; a test that passes and fails is flaky
+    include_flaky: bool = False  # keep flaky tests as criteria (marked), instead of leaving them out
+    workers: int = WORKERS  # runners at once on the starting app (its tests wait)
+    reference_workers: int = REFERENCE_WORKERS  # runners at once on the reference (its tests compute)
+    test_timeout_s: float = TEST_TIMEOUT_S
+    expect_timeout_s: float = EXPECT_TIMEOUT_S
+
+
+@dataclass
+class ProjectImport:
+    """What importing one project gave: its tasks, the tasks (or the whole project) skipped and why, the
+    flaky tests found on the reference, and how long it took."""
+
+    name: str
+    requested: list[int] = field(default_factory=list)
+    imported: dict[int, str] = field(default_factory=dict)  # task number -> folder
+    skipped: dict[int, str] = field(default_factory=dict)  # task number -> why
+    reason: str = ""  # why the whole project was skipped ('' when it was imported)
+    flaky: list[dict[str, Any]] = field(default_factory=list)  # Flaky.as_dict(), with "included"
+    notes: dict[int, str] = field(default_factory=dict)  # task number -> the classification's note
+    criteria: dict[int, int] = field(default_factory=dict)  # task number -> criteria written
+    # Kept, but the gate will fail the tasks that have them: a test the starting app's run could not grade (e.g.
+    # skipped after an earlier test of its serial group failed) and one the reference failed in every run.
+    ungraded_on_start: dict[str, str] = field(default_factory=dict)  # criterion id -> why
+    fails_on_reference: dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+    phases_s: dict[str, float] = field(default_factory=dict)  # write, classify, reference, tasks
+
+
+def import_project(
+    checkout: Path, name: str, out: Path, numbers: list[int] | None, options: ImportOptions
+) -> ProjectImport:
+    """Tasks ``numbers`` (None: all) of one project. The tasks of a project share the starting app, the
+    reference and the spec folder, so the app is built, its tests listed, the starting app and the reference
+    graded once for all of them: task N's criteria are the tests of init and tasks 1..N among those."""
+    start = time.monotonic()
     project = checkout / "projects" / name
-    task = manifest(project, name, n)
-    folder = out / task["id"]
-    if folder.exists():
-        shutil.rmtree(folder)
-    write_app(project, name, folder / "app", project / "src-init")
+    result = ProjectImport(name)
+    reason = why_not(project) if (project / "package.json").is_file() else "not a project"
+    if reason:
+        result.reason = reason
+        return result
+    available = task_numbers(project)
+    result.requested = available if numbers is None else numbers
+    for n in result.requested:
+        if n not in available:
+            result.skipped[n] = f"ValueError: {name} has no task-{n}"
+    wanted = [n for n in result.requested if n in available]
+    try:
+        if wanted:
+            with tempfile.TemporaryDirectory(prefix=f"codesign-wb-{name}-") as tmp:
+                _import_tasks(checkout, project, name, out, wanted, options, Path(tmp), result)
+    except Exception as e:  # the project's app, listing or runs failed: none of its tasks is imported
+        for n in wanted:
+            shutil.rmtree(out / f"wb-{name}-task-{n}", ignore_errors=True)  # no half-written task
+        result.imported, result.reason = {}, f"{type(e).__name__}: {e}"
+    result.wall_s = round(time.monotonic() - start, 1)
+    return result
+
+
+def _import_tasks(
+    checkout: Path,
+    project: Path,
+    name: str,
+    out: Path,
+    wanted: list[int],
+    options: ImportOptions,
+    tmp: Path,
+    result: ProjectImport,
+) -> None:
+    clock = time.monotonic()
+    top = max(wanted)
+    union = tmp / "union" / f"wb-{name}-task-{top}"  # every test up to the last task wanted
+    write_app(project, name, union / "app", project / "src-init")
     if layout(project) == "vite":
-        lock(folder / "app")
-    with tempfile.TemporaryDirectory() as tmp:  # the reference: the same app with src/ as its sources
-        final = Path(tmp) / "app"
-        write_app(project, name, final, project / "src")
-        for resolved in ("package-lock.json", ".npmrc"):
-            if (folder / "app" / resolved).is_file():
-                shutil.copy2(folder / "app" / resolved, final / resolved)
-        (folder / "solution").mkdir()
-        (folder / "solution" / "solution.patch").write_text(reference_patch(folder / "app", final))
-    write_specs(checkout, project, name, folder / "specs")
+        lock(union / "app")  # one package.json for every task of the project: one lockfile
+    final = tmp / "final" / "app"
+    write_app(project, name, final, project / "src")
+    for resolved in ("package-lock.json", ".npmrc"):
+        if (union / "app" / resolved).is_file():
+            shutil.copy2(union / "app" / resolved, final / resolved)
+    (union / "solution").mkdir()
+    (union / "solution" / "solution.patch").write_text(reference_patch(union / "app", final))
+    write_specs(checkout, project, name, union / "specs")
     root = "{workspace}/src" if layout(project) == "vite" else "{workspace}"  # Web-Bench's EVAL_PROJECT_ROOT
     runner = {
         "dir": "specs",
         "config": "playwright.config.js",
-        "timeout_s": 30,
+        "timeout_s": options.test_timeout_s,
+        "expect_timeout_s": min(options.expect_timeout_s, options.test_timeout_s),
         "env": {"EVAL_PROJECT_ROOT": root, "IS_EVAL_PRODUCTION": "true"},
         "packages": PACKAGES,
     }
-    criteria = spec_criteria(folder, project, n, node_cache)
-    (folder / "task.yaml").write_text(yaml.safe_dump(task, sort_keys=False, allow_unicode=True, width=110))
-    write_criteria(folder, runner, criteria)
-    load_task(folder)  # the result must be a valid codesign task
-    if classify:
-        already = asyncio.run(passing_on_baseline(folder, node_cache))
-        for c in criteria:  # what the starting app passes must keep passing; what it fails must be made to pass
-            if c["preserve"] != (c["id"] in already):
-                c["preserve"] = c["id"] in already
-                c["text"] += PASSES_ALREADY if c["preserve"] else FAILS_ALREADY
-        write_criteria(folder, runner, criteria)
-        if all(c["preserve"] for c in criteria):
-            raise ValueError(f"the starting app already passes every test of task-{n}: nothing to change")
-    return folder
+    every, broken = listed_criteria(union, project, top, options.node_cache)
+    if not every:
+        raise RuntimeError(f"no spec file of {name} loads: " + " | ".join(broken.values())[:1500])
+    (union / "task.yaml").write_text(_yaml(manifest(project, name, top)))
+    write_criteria(union, runner, every)
+    load_task(union)  # the result must be a valid codesign task
+    result.phases_s["write"] = round(time.monotonic() - clock, 1)
+    passing, flaky = asyncio.run(_grade(union, options, tmp / "runs", result))
+    for n in wanted:
+        try:
+            _write_task(union, project, name, n, out, runner, every, broken, passing, flaky, options, result)
+        except Exception as e:
+            shutil.rmtree(out / f"wb-{name}-task-{n}", ignore_errors=True)  # no half-written task
+            result.skipped[n] = f"{type(e).__name__}: {e}"
+    result.flaky = [f.as_dict() | {"included": options.include_flaky} for f in flaky]
 
 
-def write_criteria(folder: Path, runner: dict[str, Any], criteria: list[dict[str, Any]]) -> None:
-    (folder / "criteria.yaml").write_text(
-        yaml.safe_dump({"spec_runner": runner, "criteria": criteria}, sort_keys=False, allow_unicode=True, width=110)
-    )
-
-
-async def passing_on_baseline(folder: Path, node_cache: Path) -> set[str]:
-    """Ids of the task's criteria the unmodified app passes, from one evaluation of the empty patch (an
-    authoring tool, like the gate, may use the evaluator; the loader-side code above does not)."""
-    from codesign.evaluate.evaluators import ProbeEvaluator
-    from codesign.evaluate.run import evaluate_patch
-    from codesign.runtime.browser import Browser
-
-    task = load_task(folder)
-    browser = Browser(os.environ.get("CODESIGN_CHROMIUM"))
+async def _grade(
+    union: Path, options: ImportOptions, work: Path, result: ProjectImport
+) -> tuple[set[str] | None, list[Flaky]]:
+    """The ids the starting app passes (None without classification), and the flaky tests of the reference
+    (graded ``options.repeat`` times). Authoring tools, like the gate, may use the evaluator."""
+    browser = Browser(os.environ.get("CODESIGN_CHROMIUM"), slots=max(options.workers, options.reference_workers))
+    task = load_task(union)
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            baseline = await evaluate_patch(task, "", ProbeEvaluator(), browser, Path(tmp), node_cache)
+        passing = None
+        clock = time.monotonic()
+        if options.classify:
+            try:
+                baseline = await grade_in_parallel(
+                    union, "", options.workers, browser, options.node_cache, work / "baseline"
+                )
+            except StartingAppDoesNotBuild as e:
+                raise RuntimeError(f"the starting app does not build: {str(e).split(': ', 1)[-1]}") from None
+            passing = {i for i, v in baseline.items() if v.verdict == "PASS"}
+            result.ungraded_on_start = {i: v.reason[:300] for i, v in baseline.items() if v.grading_failed}
+            result.phases_s["classify"] = round(time.monotonic() - clock, 1)
+        clock = time.monotonic()
+        runs = [
+            await grade_in_parallel(
+                union,
+                task.reference_patch(),
+                options.reference_workers,
+                browser,
+                options.node_cache,
+                work / f"reference-{k}",
+            )
+            for k in range(1, options.repeat + 1)
+        ]
+        if runs:
+            result.phases_s["reference"] = round(time.monotonic() - clock, 1)
+            result.fails_on_reference = {
+                c.id: " ".join(runs[0][c.id].reason.split())[:300]
+                for c in task.criteria
+                if all(c.id in run and run[c.id].verdict != "PASS" for run in runs)
+            }
+        return passing, flaky_tests(task.criteria, runs)
     finally:
         await browser.close()
-    if baseline.message and all(v.failure_category == "build_failed" for v in baseline.verdicts):
-        raise RuntimeError(f"the starting app does not build: {baseline.message[:500]}")
-    return {v.criterion_id for v in baseline.verdicts if v.verdict == "PASS"}
+
+
+def _write_task(
+    union: Path,
+    project: Path,
+    name: str,
+    n: int,
+    out: Path,
+    runner: dict[str, Any],
+    every: list[dict[str, Any]],
+    broken: dict[str, str],
+    passing: set[str] | None,
+    flaky: list[Flaky],
+    options: ImportOptions,
+    result: ProjectImport,
+) -> None:
+    """Task ``n``'s folder: the union's app, reference and specs, task n's request, and as criteria the tests
+    of init and tasks 1..n — classified by the starting app's run, the flaky ones left out or marked."""
+    needed = [f for f in spec_files(project, n) if f in broken]
+    if needed:
+        raise RuntimeError(f"{needed[0]} does not load: {broken[needed[0]]}")
+    task = manifest(project, name, n)
+    files = set(spec_files(project, n))
+    unstable = {f.id: f for f in flaky}
+    criteria, left_out = [], []
+    for listed in every:
+        if listed["spec"]["file"] not in files:
+            continue
+        c = dict(listed)
+        by_file = c["spec"]["file"] != f"test/task-{n}.spec.js"  # init's and earlier tasks' tests: preservations
+        c["preserve"] = by_file if passing is None else c["id"] in passing
+        if c["preserve"] != by_file:
+            c["text"] += PASSES_ALREADY if c["preserve"] else FAILS_ALREADY
+        if c["id"] in unstable:
+            left_out.append(unstable[c["id"]])
+            if not options.include_flaky:
+                continue
+            f = unstable[c["id"]]
+            c["text"] += FLAKY_KEPT.format(passed=f.passed, runs=f.passed + f.failed)
+        criteria.append(c)
+    if not any(c["spec"]["file"] == f"test/task-{n}.spec.js" for c in criteria):
+        why = "lists no test" if not left_out else "has only flaky tests (import with --include-flaky to keep them)"
+        raise ValueError(f"test/task-{n}.spec.js {why}")
+    if all(c["preserve"] for c in criteria):
+        raise ValueError(f"the starting app already passes every test of task-{n}: nothing to change")
+    folder = out / task["id"]
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(union, folder, ignore=shutil.ignore_patterns(*GENERATED_DIRS))
+    (folder / "task.yaml").write_text(_yaml(task))
+    write_criteria(folder, runner, criteria, flaky_note(left_out, options))
+    load_task(folder)
+    result.imported[n] = str(folder)
+    result.criteria[n] = len(criteria)
+    kept = sum(c["text"].endswith(PASSES_ALREADY) for c in criteria)
+    fixed = sum(c["text"].endswith(FAILS_ALREADY) for c in criteria)
+    notes = [f"{kept} task test(s) already pass: preservations"] * bool(kept)
+    notes += [f"{fixed} earlier test(s) fail on the starting app: changes"] * bool(fixed)
+    notes += [f"{len(left_out)} flaky test(s) " + ("kept, marked" if options.include_flaky else "left out")] * bool(
+        left_out
+    )
+    result.notes[n] = "; ".join(notes)
+
+
+def _yaml(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
+
+
+def flaky_note(flaky: list[Flaky], options: ImportOptions) -> str:
+    """criteria.yaml's leading comment on the task's flaky tests: the evidence, as YAML behind ``# ``
+    (:func:`flaky_recorded` reads it back); '' when there are none."""
+    if not flaky:
+        return ""
+    how = (
+        "kept as criteria, marked in their text (--include-flaky)"
+        if options.include_flaky
+        else "left out of the criteria (import with --include-flaky to grade them)"
+    )
+    head = f"Flaky on Web-Bench's own reference solution over {options.repeat} runs at import: {how}."
+    body = _yaml({FLAKY_KEY: [f.as_dict() for f in flaky]})
+    return "".join(f"# {line}\n" for line in [head, *body.splitlines()])
+
+
+def flaky_recorded(folder: Path) -> list[dict[str, Any]]:
+    """The flaky tests a task's criteria.yaml records (left out or kept), with their evidence."""
+    lines = (folder / "criteria.yaml").read_text().splitlines()
+    marker = f"# {FLAKY_KEY}:"
+    if marker not in lines:
+        return []
+    block = []
+    for line in lines[lines.index(marker) :]:
+        if not line.startswith("#"):
+            break
+        block.append(line[2:])
+    found: list[dict[str, Any]] = yaml.safe_load("\n".join(block))[FLAKY_KEY]
+    return found
+
+
+def write_criteria(folder: Path, runner: dict[str, Any], criteria: list[dict[str, Any]], note: str = "") -> None:
+    (folder / "criteria.yaml").write_text(note + _yaml({"spec_runner": runner, "criteria": criteria}))
+
+
+def _lines(result: ProjectImport) -> list[str]:
+    """The summary's lines for one project: ``ok …`` per task, ``skip …`` with the reason."""
+    if result.reason:
+        return [f"skip {result.name}: {result.reason}"]
+    lines = []
+    for n in result.requested:
+        if n in result.imported:
+            note = result.notes.get(n, "")
+            lines.append(f"ok   {result.name} -> {result.imported[n]}" + (f" ({note})" if note else ""))
+        else:
+            lines.append(f"skip {result.name} task-{n}: {result.skipped[n]}")
+    for i, why in result.ungraded_on_start.items():
+        lines.append(f"note {result.name} {i}: the starting app's run could not grade it (the gate will not): {why}")
+    for i, why in result.fails_on_reference.items():
+        lines.append(f"note {result.name} {i}: fails on every reference run: {why}")
+    for f in result.flaky:
+        lines.append(
+            f"flaky {result.name} {f['id']}: passed {f['passed']}, failed {f['failed']} of "
+            f"{f['passed'] + f['failed']} reference runs ({'kept, marked' if f['included'] else 'left out'}); "
+            f"{f['failures'][0][:200]}"
+        )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codesign.importers.webbench", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m codesign.importers.webbench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("checkout", type=Path, help="a Web-Bench clone (with projects/ and libraries/)")
     parser.add_argument("out", type=Path, help="the suite folder to write (tasks.root=OUT tasks=all)")
     parser.add_argument("--projects", help="comma-separated project names (default: every importable one)")
-    parser.add_argument("--task", type=int, default=1, help="which task of each project (default 1)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--task", type=int, help="one task of each project (default 1)")
+    which.add_argument("--tasks", help="several: all, 1-20, 3,5,7-9")
     parser.add_argument("--node-cache", type=Path, default=Path("~/.cache/codesign/node_modules").expanduser())
     parser.add_argument(
         "--no-classify",
@@ -398,40 +683,85 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="do not run the starting app once to tell preservations from changes",
     )
+    parser.add_argument(
+        "--repeat", type=int, default=0, metavar="K", help="grade the reference K times at import (K ≥ 2: flaky tests)"
+    )
+    parser.add_argument("--include-flaky", action="store_true", help="keep flaky tests as criteria (marked)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=WORKERS,
+        help=f"Playwright runners at once on the starting app (default {WORKERS})",
+    )
+    parser.add_argument(
+        "--reference-workers",
+        type=int,
+        default=REFERENCE_WORKERS,
+        help=f"runners at once on the reference (default {REFERENCE_WORKERS})",
+    )
+    parser.add_argument(
+        "--test-timeout",
+        type=float,
+        default=TEST_TIMEOUT_S,
+        help=f"seconds a test may take (default {TEST_TIMEOUT_S:g}; Web-Bench's evaluation: 30)",
+    )
+    parser.add_argument(
+        "--expect-timeout",
+        type=float,
+        default=EXPECT_TIMEOUT_S,
+        help=f"seconds an expect() may wait (default {EXPECT_TIMEOUT_S:g}; Web-Bench's: 5)",
+    )
     parser.add_argument("--jobs", type=int, default=3, help="projects imported at once (default 3)")
+    parser.add_argument("--gate", action="store_true", help="then run the gate on every imported task")
+    parser.add_argument("--inline", action="store_true", help="the gate without Ray (--gate)")
     args = parser.parse_args(argv)
     root = args.checkout / "projects"
     if not root.is_dir():
         print(f"{args.checkout} has no projects/ folder: point it at a Web-Bench clone", file=sys.stderr)
         return 2
+    try:
+        numbers = parse_tasks(args.tasks) if args.tasks else [args.task or 1]
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    if args.repeat < 0 or args.workers < 1 or args.reference_workers < 1:
+        print("--repeat takes K ≥ 0, --workers and --reference-workers N ≥ 1", file=sys.stderr)
+        return 2
+    options = ImportOptions(
+        args.node_cache,
+        args.classify,
+        args.repeat,
+        args.include_flaky,
+        args.workers,
+        args.reference_workers,
+        args.test_timeout,
+        args.expect_timeout,
+    )
     names = args.projects.split(",") if args.projects else sorted(p.name for p in root.iterdir() if p.is_dir())
     args.out.mkdir(parents=True, exist_ok=True)
-
-    def one(name: str) -> str:
-        """One line of the summary: ``ok …`` or ``skip …`` with the reason."""
-        reason = why_not(root / name) if (root / name / "package.json").is_file() else "not a project"
-        if reason:
-            return f"skip {name}: {reason}"
-        try:
-            folder = import_project(args.checkout, name, args.out, args.task, args.node_cache, args.classify)
-        except Exception as e:
-            shutil.rmtree(args.out / f"wb-{name}-task-{args.task}", ignore_errors=True)  # no half-written task
-            return f"skip {name}: {type(e).__name__}: {e}"
-        criteria = load_task(folder).criteria
-        kept = sum(c.text.endswith(PASSES_ALREADY) for c in criteria)
-        fixed = sum(c.text.endswith(FAILS_ALREADY) for c in criteria)
-        notes = [f"{kept} task test(s) already pass: preservations"] * bool(kept)
-        notes += [f"{fixed} earlier test(s) fail on the starting app: changes"] * bool(fixed)
-        return f"ok   {name} -> {folder}" + (f" ({'; '.join(notes)})" if notes else "")
-
-    imported, skipped = 0, 0
+    start = time.monotonic()
+    results: list[ProjectImport] = []
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # installs wait on the network, runs on the browser
-        for line in pool.map(one, names):
-            imported += line.startswith("ok")
-            skipped += line.startswith("skip")
-            print(line, flush=True)
-    print(f"{imported} imported, {skipped} skipped; next: python -m codesign.validate tasks=all tasks.root={args.out}")
-    return 0 if imported else 1
+        for result in pool.map(lambda name: import_project(args.checkout, name, args.out, numbers, options), names):
+            results.append(result)
+            for line in _lines(result):
+                print(line, flush=True)
+    imported = sum(len(r.imported) for r in results)
+    skipped = sum(1 for r in results if r.reason) + sum(len(r.skipped) for r in results if not r.reason)
+    flaky = sum(len(r.flaky) for r in results)
+    wall = time.monotonic() - start
+    record_import(args.out, results, options, numbers, wall)
+    flaky_note_text = f", {flaky} flaky test(s) on the reference" if flaky else ""
+    print(f"{imported} imported, {skipped} skipped{flaky_note_text} in {wall:.0f} s; summary: {args.out / SUMMARY_MD}")
+    if not imported:
+        return 1
+    if args.gate:
+        from codesign.importers.webbench_gate import gate_suite
+
+        reports = gate_suite(args.out, workers=args.workers, on_ray=not args.inline, node_cache=args.node_cache)
+        return 0 if all(r.ok for r in reports) else 1
+    print(f"next: python -m codesign.importers.webbench_gate {args.out}")
+    return 0
 
 
 if __name__ == "__main__":
