@@ -14,10 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-import polars as pl
-
 from codesign.config import compose_cli
-from codesign.evaluate.gate import STEPS, TaskReport, validate_task
+from codesign.evaluate.gate import TaskReport, print_reports, validate_task, write_reports
 from codesign.runtime.browser import Browser
 from codesign.tasks.loader import Task
 from codesign.tasks.select import select_tasks
@@ -70,30 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         r = TaskReport(error.task_id)
         r.fail("integrity", str(error))
         reports.append(r)
-    rows = [
-        {"task_id": r.task_id, "track": r.track, "ok": r.ok, **r.steps, "wall_s": r.wall_s, "warnings": r.warnings}
-        for r in reports
-    ]
-    frame = pl.DataFrame(
-        rows,
-        schema={
-            "task_id": pl.String,
-            "track": pl.String,
-            "ok": pl.Boolean,
-            **dict.fromkeys(STEPS, pl.String),
-            "wall_s": pl.Float64,
-            "warnings": pl.List(pl.String),
-        },
-    )
-    frame.write_parquet(out_dir / "validation.parquet")
-    print()
-    for r in sorted(reports, key=lambda r: r.task_id):
-        print(f"{r.task_id:40} {'PASS' if r.ok else 'FAIL'}")
-        for step in STEPS:
-            if r.steps.get(step, "ok") != "ok":
-                print(f"    {step:15} {r.steps[step]}")
-        for warning in r.warnings:
-            print(f"    warning         {warning}")
+    write_reports(reports, out_dir)
+    print_reports(reports)
     failed = sum(not r.ok for r in reports)
     print(
         f"\n{len(reports) - failed}/{len(reports)} tasks pass the gate in {time.monotonic() - start:.1f}s; "

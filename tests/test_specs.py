@@ -182,17 +182,33 @@ LATE_PAGE = """<!doctype html><html><head><title>Shop</title></head><body><h1>Sh
 TIMED_SPEC = """import { test, expect } from '@playwright/test';
 import { appendFileSync } from 'fs';
 test.beforeEach(async ({}, info) => { appendFileSync(process.env.RUNS, info.title + '\\n'); });  // each test's runs
-test('the late note shows', async ({ page }) => {
-  await page.goto('/late.html');
-  await expect(page.locator('#late')).toBeVisible();
+// A serial group's later test does not run once an earlier one failed: it goes with a timed-out one into the
+// run again, and fails with a plain assertion's failure.
+test.describe('late', () => {
+  test.describe.configure({ mode: 'serial' });
+  test('the late note shows', async ({ page }) => {
+    await page.goto('/late.html');
+    await expect(page.locator('#late')).toBeVisible();
+  });
+  test('the heading follows the note', async ({ page }) => {
+    await page.goto('/late.html');
+    await expect(page.locator('h1')).toHaveText('Shop');
+  });
 });
 test('the missing button shows', async ({ page }) => {
   await page.goto('/');
   await expect(page.locator('#never')).toBeVisible();
 });
-test('the title is another', async ({ page }) => {  // a plain assertion: it fails at once, never run again
-  await page.goto('/');
-  expect(await page.title()).toBe('Not the shop');
+test.describe('plain', () => {
+  test.describe.configure({ mode: 'serial' });
+  test('the title is another', async ({ page }) => {  // a plain assertion: it fails at once, never run again
+    await page.goto('/');
+    expect(await page.title()).toBe('Not the shop');
+  });
+  test('the heading follows the title', async ({ page }) => {
+    await page.goto('/');
+    await expect(page.locator('h1')).toHaveText('Shop');
+  });
 });
 test('the heading shows', async ({ page }) => {
   await page.goto('/');
@@ -205,6 +221,10 @@ criteria:
   - {id: missing, text: The button shows., kind: content, spec: {file: timed.spec.mjs, title: the missing button shows}}
   - {id: title, text: The title is another., kind: content, spec: {file: timed.spec.mjs, title: the title is another}}
   - {id: heading, text: The heading shows., kind: content, spec: {file: timed.spec.mjs, title: the heading shows}}
+  - {id: after-note, text: Then the heading., kind: content,
+     spec: {file: timed.spec.mjs, title: the heading follows the note}}
+  - {id: after-title, text: Then the heading., kind: content,
+     spec: {file: timed.spec.mjs, title: plain > the heading follows the title}}
 """
 
 
@@ -222,9 +242,15 @@ def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_ru
     assert "re-run alone" in missing["reason"] and "element(s) not found" in missing["reason"]
     assert got["title"]["verdict"] == "FAIL" and got["title"]["failure_category"] == "wrong"
     assert "re-run" not in got["title"]["reason"] and got["heading"]["verdict"] == "PASS"
+    # The serial groups' later tests: skipped in the first run after the failure before them (never ungraded).
+    after_note, after_title = got["after-note"], got["after-title"]
+    assert after_note["verdict"] == "PASS" and "re-run alone" in after_note["reason"], after_note  # in the run again
+    assert after_title["verdict"] == "FAIL" and after_title["failure_category"] == "wrong", after_title
+    assert "did not run: 'plain > the title is another', earlier in its serial group, failed" in after_title["reason"]
     ran = runs.read_text().splitlines()  # each test's runs: the two that timed out twice, the others once
     assert {t: ran.count(t) for t in set(ran)} == {"the late note shows": 2, "the missing button shows": 2,
-                                                   "the title is another": 1, "the heading shows": 1}  # fmt: skip
+                                                   "the title is another": 1, "the heading shows": 1,
+                                                   "the heading follows the note": 1}  # fmt: skip
     (evals,) = list((tmp_path / "store" / "trials").glob("*/evals/*"))
     evidence = {i["id"]: i for i in json.loads((evals / "evidence.json").read_text())}
     record = evidence["action:late-note.1"]["data"]

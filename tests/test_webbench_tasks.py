@@ -52,9 +52,13 @@ def test_every_task_imports_alike_alone_or_together_and_the_gate_by_project_repo
         assert {c.id: c.preserve for c in load_task(together / f"wb-notes-task-{n}").criteria} == expected(n)
     # Task 3 alone, its starting app graded by one runner: the same task as from the run of all three, where
     # init's, task 1's and tasks 2-3's spec files were graded by three runners at once (every test of the project).
+    # With --gate (in this process), each project is gated as soon as it is imported and the summary says so.
     alone = tmp_path / "alone"
-    assert webbench.main([str(root), str(alone), "--projects", "notes", "--task", "3", "--workers", "1"]) == 0
+    command = [str(root), str(alone), "--projects", "notes", "--task", "3", "--workers", "1", "--gate", "--inline"]
+    assert webbench.main(command) == 0
     assert same(alone / "wb-notes-task-3", together / "wb-notes-task-3")
+    assert "ok   wb-notes-task-3 (gated with wb-notes-task-3)" in capsys.readouterr().out
+    assert json.loads((alone / "summary.json").read_text())["gate"]["tasks"]["wb-notes-task-3"]["ok"] is True
     # --task N for every N gives the task --tasks all gives (without the runs: the file rule decides the flags).
     assert (
         webbench.main([str(root), str(tmp_path / "all"), "--projects", "notes", "--tasks", "all", "--no-classify"]) == 0
@@ -89,7 +93,7 @@ def test_every_task_imports_alike_alone_or_together_and_the_gate_by_project_repo
     assert {k: entry[k] for k in ("ok", "failed", "criteria", "reference_pass")} == {
         "ok": True, "failed": "", "criteria": 7, "reference_pass": 7}  # fmt: skip
     table = (together / "summary.md").read_text()
-    assert "| notes | 3 | 2 | 1 | 0 | 0 | 16/16 |" in table  # 4 + 5 + 7 criteria, every one passed by the oracle
+    assert "| notes | 3 | 2 | 1 | 0 | 0 | 0 | 16/16 |" in table  # 4 + 5 + 7 criteria, every one passed by the oracle
 
 
 TALLY_START = '<!doctype html><html><body><main class="tally"><output class="count">0</output></main></body></html>\n'
@@ -130,8 +134,13 @@ test('two clicks count two', async ({ page }) => {
   await page.locator('.inc').click()
   await expect(page.locator('.count')).toHaveText('2')
 })
+test('the count says zero in words', async ({ page }) => {  // the reference fails it in every run
+  await page.goto('/index.html')
+  expect(await page.locator('.count').textContent()).toBe('zero')
+})
 """
 FLAKY_ID = "task-2-the-count-updates-within-500-ms"
+BROKEN_ID = "task-2-the-count-says-zero-in-words"
 
 
 def tally(root: Path, counter: Path) -> None:
@@ -178,11 +187,15 @@ def test_a_test_flaky_on_the_reference_is_marked_left_out_and_kept_only_when_ask
         "(import with --include-flaky to grade them)."
     )
     assert webbench.flaky_recorded(out / "wb-tally-task-1") == []  # task 1 does not have task 2's tests
+    # A test the reference failed in every run cannot hold any solution: left out, with the failure, and said.
+    [broken] = webbench.flaky_recorded(task_2, webbench.BROKEN_KEY)
+    assert broken["id"] == BROKEN_ID and 'Expected: "zero"' in broken["failure"], broken
+    assert f"left out tally {BROKEN_ID}: fails on every reference run" in printed
     summary = json.loads((out / "summary.json").read_text())["import"]["projects"]["tally"]
     assert [{k: f[k] for k in evidence} | {"included": f["included"]} for f in summary["flaky"]] == [
         evidence | {"included": False}
     ]
-    assert f"| tally | 2 | – | – | {FLAKY_ID} (1/3 pass) | 0 |" in (out / "summary.md").read_text()
+    assert f"| tally | 2 | – | – | {FLAKY_ID} (1/3 pass) | {BROKEN_ID} | 0 |" in (out / "summary.md").read_text()
 
     counter.unlink()  # the same three runs again, the flaky test kept
     kept = tmp_path / "kept"
@@ -193,6 +206,7 @@ def test_a_test_flaky_on_the_reference_is_marked_left_out_and_kept_only_when_ask
     assert not criteria[FLAKY_ID].preserve
     assert criteria[FLAKY_ID].text == "the count updates within 500 ms" + webbench.FLAKY_KEPT.format(passed=1, runs=3)
     assert [f["id"] for f in webbench.flaky_recorded(kept / "wb-tally-task-2")] == [FLAKY_ID]
+    assert BROKEN_ID not in criteria  # --include-flaky keeps flaky tests, never broken ones
 
 
 def test_tasks_option_reads_as_documented():

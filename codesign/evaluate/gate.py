@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import polars as pl
+
 from codesign._types import CriterionVerdict, Ungraded
 from codesign.errors import TaskError
 from codesign.evaluate.evaluators import ProbeEvaluator
@@ -118,7 +120,7 @@ async def check_near_misses(task: Task, browser: Browser, node_cache: Path, out_
         graded = await evaluate_patch(
             task, near.patch, ProbeEvaluator(), browser, out_dir / task.id / f"near-miss-{near.name}", node_cache
         )
-        transient = transient or graded.transient or _undecided(graded.verdicts)
+        transient = transient or graded.transient or undecided(graded.verdicts)
         for v in graded.verdicts:
             expected = near.verdicts[v.criterion_id]
             if v.criterion_id in probed and v.verdict != expected:
@@ -153,7 +155,7 @@ async def validate_task(
         report.steps["integrity"] = "ok"
         evaluator = ProbeEvaluator()
         baseline = await evaluate_patch(task, "", evaluator, browser, out_dir / task.id / "baseline", node_cache)
-        report.transient = baseline.transient or _undecided(baseline.verdicts)
+        report.transient = baseline.transient or undecided(baseline.verdicts)
         if baseline.message and all(v.failure_category == "build_failed" for v in baseline.verdicts):
             report.fail("install_build", baseline.message)
             return report
@@ -185,7 +187,7 @@ async def validate_task(
         reference = await evaluate_patch(
             task, task.reference_patch(), evaluator, browser, out_dir / task.id / "reference", node_cache
         )
-        report.transient = report.transient or reference.transient or _undecided(reference.verdicts)
+        report.transient = report.transient or reference.transient or undecided(reference.verdicts)
         seen = {v.criterion_id: [v.verdict] for v in reference.verdicts}
         for k in range(2, repeat + 1):
             again = await evaluate_patch(
@@ -198,30 +200,8 @@ async def validate_task(
             for cid, vs in seen.items()
             if len(set(vs)) > 1
         ]
-        probed = {c.id for c in task.criteria if c.deterministic}  # probes, scripts and spec tests
-        unsolved = [
-            f"{v.criterion_id}: " + (f"could not be graded ({v.ungraded}): " if v.grading_failed else "") + v.reason
-            for v in reference.verdicts
-            if v.criterion_id in probed and v.verdict != "PASS"
-        ]
-        if unsolved:
-            report.fail("solvability", " | ".join(unsolved))
-        else:
-            report.steps["solvability"] = "ok"
-        wrong = []
-        for v in baseline.verdicts:
-            if v.criterion_id not in probed:
-                continue
-            if v.grading_failed:  # neither a pass nor a fail: says nothing about discrimination
-                wrong.append(f"{v.criterion_id} could not be graded on the baseline ({v.ungraded}): {v.reason}")
-            elif v.preserve and v.verdict != "PASS":
-                wrong.append(f"{v.criterion_id} (preserve) fails on the baseline: {v.reason}")
-            elif not v.preserve and v.verdict != "FAIL":
-                wrong.append(f"{v.criterion_id} (change) already {v.verdict} on the baseline")
-        if wrong:
-            report.fail("discrimination", " | ".join(wrong))
+        if not judge_oracle_and_baseline(report, task, reference.verdicts, baseline.verdicts):
             return report
-        report.steps["discrimination"] = "ok"
         if not near_misses:
             report.steps["near_misses"] = NOT_ASKED
             return report
@@ -242,7 +222,65 @@ async def validate_task(
     return report
 
 
-def _undecided(verdicts: list[CriterionVerdict]) -> str:
+def judge_oracle_and_baseline(
+    report: TaskReport, task: Task, reference: list[CriterionVerdict], baseline: list[CriterionVerdict]
+) -> bool:
+    """Solvability and discrimination from the reference's and the unchanged app's verdicts, over the probed
+    criteria (probes, scripts, spec tests, commands); False when discrimination failed (later steps skipped)."""
+    probed = {c.id for c in task.criteria if c.deterministic}
+    unsolved = [
+        f"{v.criterion_id}: " + (f"could not be graded ({v.ungraded}): " if v.grading_failed else "") + v.reason
+        for v in reference
+        if v.criterion_id in probed and v.verdict != "PASS"
+    ]
+    if unsolved:
+        report.fail("solvability", " | ".join(unsolved))
+    else:
+        report.steps["solvability"] = "ok"
+    wrong = []
+    for v in baseline:
+        if v.criterion_id not in probed:
+            continue
+        if v.grading_failed:  # neither a pass nor a fail: says nothing about discrimination
+            wrong.append(f"{v.criterion_id} could not be graded on the baseline ({v.ungraded}): {v.reason}")
+        elif v.preserve and v.verdict != "PASS":
+            wrong.append(f"{v.criterion_id} (preserve) fails on the baseline: {v.reason}")
+        elif not v.preserve and v.verdict != "FAIL":
+            wrong.append(f"{v.criterion_id} (change) already {v.verdict} on the baseline")
+    if wrong:
+        report.fail("discrimination", " | ".join(wrong))
+        return False
+    report.steps["discrimination"] = "ok"
+    return True
+
+
+def write_reports(reports: list[TaskReport], where: Path) -> Path:
+    """The gate's table, ``where/validation.parquet``: a row per task, a column per step."""
+    where.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {"task_id": r.task_id, "track": r.track, "ok": r.ok, **r.steps, "wall_s": r.wall_s, "warnings": r.warnings}
+        for r in reports
+    ]
+    steps: dict[str, pl.DataType] = dict.fromkeys(STEPS, pl.String())
+    schema = {"task_id": pl.String(), "track": pl.String(), "ok": pl.Boolean(), **steps, "wall_s": pl.Float64(),
+              "warnings": pl.List(pl.String())}  # fmt: skip
+    pl.DataFrame(rows, schema=schema).write_parquet(where / "validation.parquet")
+    return where / "validation.parquet"
+
+
+def print_reports(reports: list[TaskReport], width: int | None = None) -> None:
+    """Each task's verdict, its failed steps and warnings (cut at ``width`` characters when given)."""
+    print()
+    for r in sorted(reports, key=lambda r: r.task_id):
+        print(f"{r.task_id:40} {'PASS' if r.ok else 'FAIL'}")
+        for step in STEPS:
+            if r.steps.get(step, "ok") != "ok":
+                print(f"    {step:15} {r.steps[step][:width]}")
+        for warning in r.warnings:
+            print(f"    warning         {warning[:width]}")
+
+
+def undecided(verdicts: list[CriterionVerdict]) -> str:
     """Why some verdicts could not be decided for a passing reason (the browser, the clock): the gate says
     nothing certain then and is retried. A grader's own error (a script's bug) is the task's to fix: a FAIL."""
     passing = [v for v in verdicts if v.ungraded in (Ungraded.INFRA, Ungraded.UNDECIDED_TIMEOUT)]

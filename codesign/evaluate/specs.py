@@ -123,6 +123,11 @@ class SpecResult:
     steps: list[str] | None = None
     attachments: dict[str, str] | None = None  # name → path (trace, screenshot)
     location: str = ""  # the test's absolute file:line:column, to run it again alone
+    title: str = ""  # its whole title path
+    # A test of a serial group (``test.describe.configure({mode: 'serial'})``) that Playwright skipped because an
+    # earlier test of the group failed: that test's title and message. It did not run, but what kept it from
+    # running is the app's failure, not the runner's.
+    blocker: SpecResult | None = None
 
     @property
     def timed_out(self) -> bool:
@@ -168,6 +173,7 @@ def parse_report(report: dict[str, Any]) -> dict[tuple[str, str], SpecResult]:
     """(file, title) → result; each test is also found under its whole title path (``a > b > c``)."""
     found: dict[tuple[str, str], SpecResult] = {}
     root = (report.get("config") or {}).get("rootDir") or ""  # the report names files relative to it
+    failed_in_group: dict[str, SpecResult] = {}  # a serial group (where it is configured) → its first failure
 
     def walk(suite: dict[str, Any], path: list[str]) -> None:
         for spec in suite.get("specs", []):
@@ -186,14 +192,29 @@ def parse_report(report: dict[str, Any]) -> dict[tuple[str, str], SpecResult]:
                     {a["name"]: a["path"] for a in last.get("attachments", []) if a.get("path")},
                     f"{Path(root, file)}:{spec.get('line', 0)}:{spec.get('column', 0)}",
                 )
+                group = next((_place(a) for a in test.get("annotations") or [] if a.get("type") == "serial"), "")
+                if group and status in ("failed", "timedOut") and group not in failed_in_group:
+                    failed_in_group[group] = result
+                elif group in failed_in_group and status == "skipped" and test.get("expectedStatus") == "passed":
+                    result.blocker = failed_in_group[group]  # the report lists a group's tests in the order they run
+                result.title = " > ".join([*path, spec.get("title", "")])
                 found[(file, spec.get("title", ""))] = result
-                found[(file, " > ".join([*path, spec.get("title", "")]))] = result
+                found[(file, result.title)] = result
         for child in suite.get("suites", []):
             walk(child, [*path, child.get("title", "")] if child.get("title") != child.get("file") else path)
 
     for top in report.get("suites", []):
         walk(top, [])
     return found
+
+
+def _runs_again(result: SpecResult) -> bool:
+    return result.timed_out or (result.blocker is not None and result.blocker.timed_out)
+
+
+def _place(annotation: dict[str, Any]) -> str:
+    where = annotation.get("location") or {}
+    return f"{where.get('file', '')}:{where.get('line', 0)}:{where.get('column', 0)}"
 
 
 def report_errors(report: dict[str, Any]) -> str:
@@ -315,7 +336,8 @@ async def grade_specs(
         if first.failed:
             return first.failed
         # Only what ran out of time is run again: a plain assertion's failure does not depend on the machine.
-        again = [c for c in wanted if first.results[c.id].timed_out]
+        # A serial group's test that a timed-out one kept from running goes with it: the group runs in order.
+        again = [c for c in wanted if _runs_again(first.results[c.id])]
         second = Attempt("", 0.0)
         if again:
             locations = sorted({first.results[c.id].location for c in again})
@@ -362,6 +384,13 @@ async def grade_specs(
                     "element_never_reached" if r.element_never_reached else "regressed" if c.preserve else "wrong"
                 )
                 out[c.id] = verdict(c, Verdict.FAIL, f"{note}{c.spec.title!r} {r.status}: {message}", cited, category)
+            elif r.status == "skipped" and r.blocker is not None:  # the app failed the group's earlier test
+                message = " ".join((r.blocker.message or "no message").replace(f"{work}/", "").split())[:600]
+                reason = (
+                    f"{note}{c.spec.title!r} did not run: {r.blocker.title!r}, earlier in its serial group, "
+                    f"{r.blocker.status} ({message})"
+                )
+                out[c.id] = verdict(c, Verdict.FAIL, reason, cited, "regressed" if c.preserve else "wrong")
             else:
                 why = f": {decided.load_errors}".replace(f"{work}/", "") if decided.load_errors else ""
                 which = "its run again" if rerun else "the runner"

@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,7 @@ PASSES_ALREADY = " (already true of the starting app: kept as a preservation)"
 FAILS_ALREADY = " (the starting app fails this earlier test: the solution must make it pass)"
 FLAKY_KEPT = " (flaky on Web-Bench's reference: passed {passed} of {runs} runs at import)"
 FLAKY_KEY = "flaky"  # criteria.yaml's comment block of flaky tests
+BROKEN_KEY = "fails_on_reference"  # … and of the tests the reference failed in every run
 PACKAGES = {UTIL: "libraries/test-util"}  # spec_runner.packages: test-util linked into node_modules
 TEST_ONLY = {UTIL, "@playwright/test", "serve"}  # the app's dependencies the app itself never uses
 NOT_APP = {"test", "test-utils", "src", "src-init", "assets", "tasks.jsonl", "tasks.yml", "readme.md",
@@ -407,10 +408,10 @@ class ProjectImport:
     flaky: list[dict[str, Any]] = field(default_factory=list)  # Flaky.as_dict(), with "included"
     notes: dict[int, str] = field(default_factory=dict)  # task number -> the classification's note
     criteria: dict[int, int] = field(default_factory=dict)  # task number -> criteria written
-    # Kept, but the gate will fail the tasks that have them: a test the starting app's run could not grade (e.g.
-    # skipped after an earlier test of its serial group failed) and one the reference failed in every run.
+    left_out: dict[int, int] = field(default_factory=dict)  # task number -> tests left out: the reference fails them
+    # Kept, but the gate will fail the tasks that have them: a test the starting app's run could not grade.
     ungraded_on_start: dict[str, str] = field(default_factory=dict)  # criterion id -> why
-    fails_on_reference: dict[str, str] = field(default_factory=dict)
+    fails_on_reference: dict[str, str] = field(default_factory=dict)  # failed in every reference run: left out
     wall_s: float = 0.0
     phases_s: dict[str, float] = field(default_factory=dict)  # write, classify, reference, tasks
 
@@ -562,11 +563,15 @@ def _write_task(
     task = manifest(project, name, n)
     files = set(spec_files(project, n))
     unstable = {f.id: f for f in flaky}
-    criteria, left_out = [], []
+    criteria, left_out, broken_on_reference = [], [], []
     for listed in every:
         if listed["spec"]["file"] not in files:
             continue
         c = dict(listed)
+        if c["id"] in result.fails_on_reference:  # no solution can be checked against it: left out, recorded
+            why = result.fails_on_reference[c["id"]]
+            broken_on_reference.append({"id": c["id"], "file": c["spec"]["file"], "title": c["text"], "failure": why})
+            continue
         by_file = c["spec"]["file"] != f"test/task-{n}.spec.js"  # init's and earlier tasks' tests: preservations
         c["preserve"] = by_file if passing is None else c["id"] in passing
         if c["preserve"] != by_file:
@@ -579,7 +584,9 @@ def _write_task(
             c["text"] += FLAKY_KEPT.format(passed=f.passed, runs=f.passed + f.failed)
         criteria.append(c)
     if not any(c["spec"]["file"] == f"test/task-{n}.spec.js" for c in criteria):
-        why = "lists no test" if not left_out else "has only flaky tests (import with --include-flaky to keep them)"
+        why = "lists no test"
+        if left_out or broken_on_reference:
+            why = "has only tests that are flaky or fail on Web-Bench's reference (see summary.md)"
         raise ValueError(f"test/task-{n}.spec.js {why}")
     if all(c["preserve"] for c in criteria):
         raise ValueError(f"the starting app already passes every test of task-{n}: nothing to change")
@@ -588,7 +595,7 @@ def _write_task(
         shutil.rmtree(folder)
     shutil.copytree(union, folder, ignore=shutil.ignore_patterns(*GENERATED_DIRS))
     (folder / "task.yaml").write_text(_yaml(task))
-    write_criteria(folder, runner, criteria, flaky_note(left_out, options))
+    write_criteria(folder, runner, criteria, flaky_note(left_out, options) + broken_note(broken_on_reference, options))
     load_task(folder)
     result.imported[n] = str(folder)
     result.criteria[n] = len(criteria)
@@ -599,6 +606,8 @@ def _write_task(
     notes += [f"{len(left_out)} flaky test(s) " + ("kept, marked" if options.include_flaky else "left out")] * bool(
         left_out
     )
+    notes += [f"{len(broken_on_reference)} test(s) failing on the reference left out"] * bool(broken_on_reference)
+    result.left_out[n] = len(broken_on_reference)
     result.notes[n] = "; ".join(notes)
 
 
@@ -621,10 +630,21 @@ def flaky_note(flaky: list[Flaky], options: ImportOptions) -> str:
     return "".join(f"# {line}\n" for line in [head, *body.splitlines()])
 
 
-def flaky_recorded(folder: Path) -> list[dict[str, Any]]:
-    """The flaky tests a task's criteria.yaml records (left out or kept), with their evidence."""
+def broken_note(broken: list[dict[str, Any]], options: ImportOptions) -> str:
+    """criteria.yaml's comment on the tests Web-Bench's reference failed in every run at import: left out (no
+    solution could be held to them), with the failure; '' when there are none."""
+    if not broken:
+        return ""
+    head = f"Failed on Web-Bench's own reference solution in every one of {options.repeat} run(s) at import: left out."
+    body = _yaml({BROKEN_KEY: broken})
+    return "".join(f"# {line}\n" for line in [head, *body.splitlines()])
+
+
+def flaky_recorded(folder: Path, key: str = FLAKY_KEY) -> list[dict[str, Any]]:
+    """The flaky tests a task's criteria.yaml records (left out or kept), with their evidence; with
+    ``key=BROKEN_KEY``, the tests left out because the reference failed them."""
     lines = (folder / "criteria.yaml").read_text().splitlines()
-    marker = f"# {FLAKY_KEY}:"
+    marker = f"# {key}:"
     if marker not in lines:
         return []
     block = []
@@ -632,7 +652,7 @@ def flaky_recorded(folder: Path) -> list[dict[str, Any]]:
         if not line.startswith("#"):
             break
         block.append(line[2:])
-    found: list[dict[str, Any]] = yaml.safe_load("\n".join(block))[FLAKY_KEY]
+    found: list[dict[str, Any]] = yaml.safe_load("\n".join(block))[key]
     return found
 
 
@@ -654,7 +674,7 @@ def _lines(result: ProjectImport) -> list[str]:
     for i, why in result.ungraded_on_start.items():
         lines.append(f"note {result.name} {i}: the starting app's run could not grade it (the gate will not): {why}")
     for i, why in result.fails_on_reference.items():
-        lines.append(f"note {result.name} {i}: fails on every reference run: {why}")
+        lines.append(f"left out {result.name} {i}: fails on every reference run: {why}")
     for f in result.flaky:
         lines.append(
             f"flaky {result.name} {f['id']}: passed {f['passed']}, failed {f['failed']} of "
@@ -741,25 +761,33 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     results: list[ProjectImport] = []
+    gate = None
+    if args.gate:  # each project gated as soon as it is imported, beside the imports still running
+        from codesign.importers.webbench_gate import SuiteGate
+
+        gate = SuiteGate(args.out, workers=args.workers, on_ray=not args.inline, node_cache=args.node_cache)
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # installs wait on the network, runs on the browser
-        for result in pool.map(lambda name: import_project(args.checkout, name, args.out, numbers, options), names):
+        futures = [pool.submit(import_project, args.checkout, name, args.out, numbers, options) for name in names]
+        for future in as_completed(futures):
+            result = future.result()
             results.append(result)
             for line in _lines(result):
                 print(line, flush=True)
+            record_import(args.out, [result], options, numbers, time.monotonic() - start)  # kept if interrupted
+            if gate is not None:
+                gate.submit([Path(f) for f in result.imported.values()])
+                gate.collect()
     imported = sum(len(r.imported) for r in results)
     skipped = sum(1 for r in results if r.reason) + sum(len(r.skipped) for r in results if not r.reason)
     flaky = sum(len(r.flaky) for r in results)
     wall = time.monotonic() - start
-    record_import(args.out, results, options, numbers, wall)
     flaky_note_text = f", {flaky} flaky test(s) on the reference" if flaky else ""
     print(f"{imported} imported, {skipped} skipped{flaky_note_text} in {wall:.0f} s; summary: {args.out / SUMMARY_MD}")
+    if gate is not None:
+        reports = gate.finish()
+        return 0 if imported and all(r.ok for r in reports) else 1
     if not imported:
         return 1
-    if args.gate:
-        from codesign.importers.webbench_gate import gate_suite
-
-        reports = gate_suite(args.out, workers=args.workers, on_ray=not args.inline, node_cache=args.node_cache)
-        return 0 if all(r.ok for r in reports) else 1
     print(f"next: python -m codesign.importers.webbench_gate {args.out}")
     return 0
 

@@ -10,10 +10,10 @@ task 1's 20 times …: ~10× the work on 20 tasks a project.) A task that does n
 reference, specs or flags with a larger one is gated on its own.
 
 Like the importer, the gate splits a task's spec files over ``--workers`` copies of it gated at once (the
-starting app's tests fail on purpose by waiting out their bounds). Projects run on Ray, one CPU each — as many
-at once as the machine (or cluster) has CPUs — or, with ``--inline``, in this process, as many at once as this
-machine has cores. The report goes to ``OUT/_gate/<time>/validation.parquet`` (``codesign.validate``'s
-columns) and the summary table (``OUT/summary.md``).
+starting app's tests fail on purpose by waiting out their bounds). Projects run on Ray, ``PROJECTS_PER_CPU`` to
+a CPU of the machine (or cluster) — or, with ``--inline``, in this process, as many at once. The report goes to
+``OUT/_gate/<time>/validation.parquet`` (``codesign.validate``'s columns) and the summary table
+(``OUT/summary.md``).
 """
 
 from __future__ import annotations
@@ -32,16 +32,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from codesign._types import CriterionVerdict
-from codesign.evaluate.gate import STEPS, TaskReport, _undecided, validate_task
+from codesign.evaluate.gate import (
+    TaskReport,
+    judge_oracle_and_baseline,
+    print_reports,
+    undecided,
+    validate_task,
+    write_reports,
+)
 from codesign.importers.webbench_runs import shard, split_by_file
 from codesign.importers.webbench_summary import SUMMARY_MD, record_gate
 from codesign.runtime.browser import Browser
 from codesign.tasks.loader import Task, load_task, tree_hash
 
 WORKERS = 8  # as the importer's: see docs/tasks.md
+# Projects gated at once per CPU. A gate mostly waits (a starting app's tests wait out their bounds), but 8 runners
+# a project each with its server and Chromium fill the cores: four projects imported at once held a load of 30 on
+# 2 cores, where 5-s test bounds ran out and were run again. One project a CPU, beside the imports.
+PROJECTS_PER_CPU = 1
 GATE_REPORTS = "_gate"  # in OUT; a folder starting with _ is never read as a task (tasks.root=OUT)
 _PROJECT = re.compile(r"wb-(.+)-task-\d+")
 
@@ -149,33 +158,11 @@ def restricted(task: Task, gated: dict[str, Any]) -> TaskReport:
             report.fail(step, failed[0].removeprefix("FAIL: "))
             return report
         report.steps[step] = "ok"
-    probed = {c.id for c in task.criteria if c.deterministic}
     why_not = next((s["steps"].get("solvability", "") for s in shards if "solvability" in s["steps"]), "")
-    reference = [_verdict(gated["references"][0], i, why_not) for i in [c.id for c in task.criteria]]
-    unsolved = [
-        f"{v.criterion_id}: " + (f"could not be graded ({v.ungraded}): " if v.grading_failed else "") + v.reason
-        for v in reference
-        if v.criterion_id in probed and v.verdict != "PASS"
-    ]
-    if unsolved:
-        report.fail("solvability", " | ".join(unsolved))
-    else:
-        report.steps["solvability"] = "ok"
-    wrong = []
-    for c in task.criteria:
-        v = _verdict(gated["baseline"], c.id, why_not)
-        if c.id not in probed:
-            continue
-        if v.grading_failed:
-            wrong.append(f"{v.criterion_id} could not be graded on the baseline ({v.ungraded}): {v.reason}")
-        elif v.preserve and v.verdict != "PASS":
-            wrong.append(f"{v.criterion_id} (preserve) fails on the baseline: {v.reason}")
-        elif not v.preserve and v.verdict != "FAIL":
-            wrong.append(f"{v.criterion_id} (change) already {v.verdict} on the baseline")
-    if wrong:
-        report.fail("discrimination", " | ".join(wrong))
+    reference = [_verdict(gated["references"][0], c.id, why_not) for c in task.criteria]
+    baseline = [_verdict(gated["baseline"], c.id, why_not) for c in task.criteria]
+    if not judge_oracle_and_baseline(report, task, reference, baseline):
         return report
-    report.steps["discrimination"] = "ok"
     near = [s["steps"].get("near_misses", "") for s in shards]
     failed_near = [n for n in near if str(n).startswith("FAIL")]
     if failed_near:
@@ -185,9 +172,7 @@ def restricted(task: Task, gated: dict[str, Any]) -> TaskReport:
         note = "no near misses (solution/near-misses/): calibration sees only the oracle and noop"
         if not task.near_misses() and note not in report.warnings:
             report.warnings.append(note)
-    report.transient = report.transient or _undecided(
-        [_verdict(gated["baseline"], i, why_not) for i in ids] + reference
-    )
+    report.transient = report.transient or undecided(baseline + reference)
     return report
 
 
@@ -215,6 +200,108 @@ def _gate_here(cover: Path, workers: int, repeat: int, node_cache: Path, executa
         return asyncio.run(gate_cover(cover, workers, repeat, node_cache, Path(tmp), executable))
 
 
+class SuiteGate:
+    """The gate on tasks handed to it as they come (the importer hands each project's as soon as it is imported,
+    so gating overlaps importing): each unit gated on Ray (or in threads, ``on_ray=False``), each task printed and
+    recorded in the summary as soon as its unit is decided, so an interrupted run keeps what it decided."""
+
+    def __init__(
+        self,
+        out: Path,
+        workers: int = WORKERS,
+        repeat: int = 1,
+        on_ray: bool = True,
+        node_cache: Path | None = None,
+        address: str | None = None,
+        executable: str | None = None,
+    ) -> None:
+        self.out, self.workers, self.repeat, self.on_ray, self.executable = out, workers, repeat, on_ray, executable
+        self.node_cache = node_cache or Path("~/.cache/codesign/node_modules").expanduser()
+        self.start = time.monotonic()
+        self.reports: list[TaskReport] = []
+        self.walls: dict[str, float] = {}  # project -> the gate's wall time over its units
+        self.pending: dict[Any, Unit] = {}  # a Ray object ref or a Future -> its unit
+        self.options = {"workers": workers, "repeat": repeat, "ray": on_ray}
+        if on_ray:
+            import ray
+
+            from codesign.execute.ray_connect import ensure_ray
+
+            ensure_ray(address)
+            self.remote = ray.remote(num_cpus=1 / PROJECTS_PER_CPU, max_retries=1)(_gate_packed)
+        else:
+            self.pool = ThreadPoolExecutor(max(1, PROJECTS_PER_CPU * (os.cpu_count() or 1)))
+
+    def submit(self, folders: list[Path]) -> None:
+        """Gate the tasks at ``folders`` (a task that does not load fails integrity at once)."""
+        tasks = []
+        for folder in sorted(folders):
+            try:
+                tasks.append(load_task(folder))
+            except Exception as e:
+                report = TaskReport(folder.name)
+                report.fail("integrity", str(e))
+                self._record(report, {"ok": False, "failed": _failed(report), "criteria": 0, "reference_pass": 0,
+                                      "project": _project(report.task_id)})  # fmt: skip
+        for u in units(tasks):
+            if self.on_ray:
+                from codesign.tasks.archive import pack
+
+                args = (pack(u.cover.dir), self.workers, self.repeat, str(self.node_cache), self.executable)
+                self.pending[self.remote.remote(*args)] = u
+            else:
+                args2 = (u.cover.dir, self.workers, self.repeat, self.node_cache, self.executable)
+                self.pending[self.pool.submit(_gate_here, *args2)] = u
+
+    def collect(self, block: bool = False) -> None:
+        """Record the units decided so far; with ``block``, wait for every one."""
+        while self.pending:
+            if self.on_ray:
+                import ray
+
+                ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=None if block else 0)
+                if not ready:
+                    return
+                done, gated = ready[0], ray.get(ready[0])
+            else:
+                finished = [f for f in self.pending if f.done()]
+                if not finished and not block:
+                    return
+                done = finished[0] if finished else next(iter(self.pending))
+                gated = done.result()
+            self._decided(self.pending.pop(done), gated)
+
+    def _decided(self, unit: Unit, gated: dict[str, Any]) -> None:
+        project = _project(unit.cover.id)
+        self.walls[project] = self.walls.get(project, 0.0) + gated["wall_s"]
+        for task in sorted(unit.tasks, key=lambda t: t.id):
+            report = restricted(task, gated)
+            print(f"{'ok  ' if report.ok else 'FAIL'} {task.id} (gated with {unit.cover.id})", flush=True)
+            self._record(report, _entry(task, report, gated))
+
+    def _record(self, report: TaskReport, entry: dict[str, Any]) -> None:
+        self.reports.append(report)
+        wall = time.monotonic() - self.start
+        record_gate(self.out, {report.task_id: entry}, self.walls, wall, self.options)
+
+    def finish(self) -> list[TaskReport]:
+        """Wait for every unit; write the report table and print it."""
+        self.collect(block=True)
+        if not self.on_ray:
+            self.pool.shutdown()
+        wall = time.monotonic() - self.start
+        where = self.out / GATE_REPORTS / time.strftime("%Y-%m-%d_%H-%M-%S")
+        write_reports(self.reports, where)
+        (where / "reports.json").write_text(json.dumps([asdict(r) for r in self.reports], indent=1))
+        print_reports(self.reports, width=1000)
+        failed = sum(not r.ok for r in self.reports)
+        print(
+            f"\n{len(self.reports) - failed}/{len(self.reports)} tasks pass the gate in {wall:.1f}s; report: "
+            f"{where / 'validation.parquet'}; summary: {self.out / SUMMARY_MD}"
+        )
+        return self.reports
+
+
 def gate_suite(
     out: Path,
     workers: int = WORKERS,
@@ -224,64 +311,10 @@ def gate_suite(
     address: str | None = None,
     executable: str | None = None,
 ) -> list[TaskReport]:
-    """Every task of the suite at ``out``, gated; prints each as it is decided and the report, records the
-    summary."""
-    node_cache = node_cache or Path("~/.cache/codesign/node_modules").expanduser()
-    start = time.monotonic()
-    reports: list[TaskReport] = []
-    tasks = []
-    for folder in sorted(d for d in out.iterdir() if (d / "task.yaml").is_file()):
-        try:
-            tasks.append(load_task(folder))
-        except Exception as e:
-            report = TaskReport(folder.name)
-            report.fail("integrity", str(e))
-            reports.append(report)
-    grouped = units(tasks)
-    walls: dict[str, float] = {}
-    entries: dict[str, dict[str, Any]] = {}  # the summary's, by task
-
-    def done(unit: Unit, gated: dict[str, Any]) -> None:
-        walls[_project(unit.cover.id)] = walls.get(_project(unit.cover.id), 0.0) + gated["wall_s"]
-        for task in sorted(unit.tasks, key=lambda t: t.id):
-            report = restricted(task, gated)
-            print(f"{'ok  ' if report.ok else 'FAIL'} {task.id} (gated with {unit.cover.id})", flush=True)
-            reports.append(report)
-            entries[task.id] = _entry(task, report, gated)
-
-    if on_ray and grouped:
-        import ray
-
-        from codesign.execute.ray_connect import ensure_ray
-        from codesign.tasks.archive import pack
-
-        ensure_ray(address)
-        remote = ray.remote(num_cpus=1, max_retries=1)(_gate_packed)  # one CPU a project: as many as the machine
-        pending = {remote.remote(pack(u.cover.dir), workers, repeat, str(node_cache), executable): u for u in grouped}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            done(pending.pop(ready[0]), ray.get(ready[0]))
-    else:
-        with ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as pool:
-            futures = {u.cover.id: pool.submit(_gate_here, u.cover.dir, workers, repeat, node_cache, executable)
-                       for u in grouped}  # fmt: skip
-            for u in grouped:
-                done(u, futures[u.cover.id].result())
-    wall = time.monotonic() - start
-    for r in reports:
-        if r.task_id not in entries:  # a task that did not load
-            entries[r.task_id] = {"ok": False, "failed": _failed(r), "criteria": 0, "reference_pass": 0,
-                                 "project": _project(r.task_id)}  # fmt: skip
-    record_gate(out, entries, walls, wall, {"workers": workers, "repeat": repeat, "ray": on_ray})
-    where = out / GATE_REPORTS / time.strftime("%Y-%m-%d_%H-%M-%S")
-    write_parquet(reports, where)
-    _print(reports)
-    failed = sum(not r.ok for r in reports)
-    print(
-        f"\n{len(reports) - failed}/{len(reports)} tasks pass the gate in {wall:.1f}s; report: "
-        f"{where / 'validation.parquet'}; summary: {out / SUMMARY_MD}"
-    )
-    return reports
+    """Every task of the suite at ``out``, gated (:class:`SuiteGate`)."""
+    gate = SuiteGate(out, workers, repeat, on_ray, node_cache, address, executable)
+    gate.submit([d for d in out.iterdir() if (d / "task.yaml").is_file()])
+    return gate.finish()
 
 
 def _project(task_id: str) -> str:
@@ -304,39 +337,6 @@ def _entry(task: Task, report: TaskReport, gated: dict[str, Any]) -> dict[str, A
         "project": _project(task.id),
         "warnings": len(report.warnings),
     }
-
-
-def write_parquet(reports: list[TaskReport], where: Path) -> None:
-    """``codesign.validate``'s report table."""
-    where.mkdir(parents=True, exist_ok=True)
-    rows = [
-        {"task_id": r.task_id, "track": r.track, "ok": r.ok, **r.steps, "wall_s": r.wall_s, "warnings": r.warnings}
-        for r in reports
-    ]
-    frame = pl.DataFrame(
-        rows,
-        schema={
-            "task_id": pl.String,
-            "track": pl.String,
-            "ok": pl.Boolean,
-            **dict.fromkeys(STEPS, pl.String),
-            "wall_s": pl.Float64,
-            "warnings": pl.List(pl.String),
-        },
-    )
-    frame.write_parquet(where / "validation.parquet")
-    (where / "reports.json").write_text(json.dumps([asdict(r) for r in reports], indent=1))
-
-
-def _print(reports: list[TaskReport]) -> None:
-    print()
-    for r in sorted(reports, key=lambda r: r.task_id):
-        print(f"{r.task_id:40} {'PASS' if r.ok else 'FAIL'}")
-        for step in STEPS:
-            if r.steps.get(step, "ok") != "ok":
-                print(f"    {step:15} {r.steps[step][:1000]}")
-        for warning in r.warnings:
-            print(f"    warning         {warning[:300]}")
 
 
 def main(argv: list[str] | None = None) -> int:

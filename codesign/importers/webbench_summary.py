@@ -49,6 +49,7 @@ def record_import(
             "requested": r.requested,
             "imported": {str(n): Path(f).name for n, f in sorted(r.imported.items())},
             "criteria": {str(n): c for n, c in sorted(r.criteria.items())},
+            "left_out": {str(n): c for n, c in sorted(r.left_out.items())},
             "skipped": {str(n): why for n, why in sorted(r.skipped.items())},
             "flaky": r.flaky,
             "ungraded_on_start": r.ungraded_on_start,
@@ -84,8 +85,9 @@ def render(summary: dict[str, Any]) -> str:
     lines = [
         "# Web-Bench import",
         "",
-        "| project | tasks imported | gate pass | gate fail | flaky tests | skipped | oracle pass | import | gate |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| project | tasks imported | gate pass | gate fail | flaky tests | failing on the reference | skipped "
+        "| oracle pass | import | gate |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     totals = {"imported": 0, "pass": 0, "fail": 0, "flaky": 0, "skipped": 0, "criteria": 0, "oracle": 0}
     for name in sorted(imported):
@@ -110,6 +112,7 @@ def render(summary: dict[str, Any]) -> str:
             str(passed) if results else "–",
             str(len(results) - passed) if results else "–",
             ", ".join(f"{f['id']} ({f['passed']}/{f['passed'] + f['failed']} pass)" for f in flaky) or "0",
+            ", ".join(sorted(p.get("fails_on_reference", {}))) or "0",
             "; ".join(s.replace("|", "/")[:160] for s in skipped) or "0",
             f"{oracle}/{criteria}" if results else "–",
             _minutes(p["wall_s"]),
@@ -124,7 +127,8 @@ def render(summary: dict[str, Any]) -> str:
         f"- Gate: {totals['pass']} pass, {totals['fail']} fail of {len(gated)} gated.",
         f"- Oracle pass rate over all imported criteria (each task's): {totals['oracle']}/{totals['criteria']} "
         f"= {rate}.",
-        f"- Flaky tests on Web-Bench's reference: {totals['flaky']}.",
+        f"- Flaky tests on Web-Bench's reference: {totals['flaky']}; tests it failed in every run (left out): "
+        f"{sum(len(p.get('fails_on_reference', {})) for p in imported.values())}.",
         f"- Import: {_minutes(summary.get('import', {}).get('wall_s', 0))} "
         f"(`{summary.get('import', {}).get('command', '?')}`, {summary.get('import', {}).get('options', {})}).",
     ]
@@ -133,10 +137,7 @@ def render(summary: dict[str, Any]) -> str:
     notes = [
         f"- {name}: {len(p.get(key, {}))} test(s) {what}: {', '.join(sorted(p[key]))[:300]}"
         for name, p in sorted(imported.items())
-        for key, what in (
-            ("ungraded_on_start", "the starting app's run could not grade (the gate fails their tasks)"),
-            ("fails_on_reference", "failed on every reference run at import"),
-        )
+        for key, what in (("ungraded_on_start", "the starting app's run could not grade (the gate fails their tasks)"),)
         if p.get(key)
     ]
     if notes:
