@@ -734,6 +734,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=3, help="projects imported at once (default 3)")
     parser.add_argument("--gate", action="store_true", help="then run the gate on every imported task")
     parser.add_argument("--inline", action="store_true", help="the gate without Ray (--gate)")
+    parser.add_argument("--gate-jobs", type=int, help="projects gated at once (--gate; default: half a CPU each)")
     args = parser.parse_args(argv)
     root = args.checkout / "projects"
     if not root.is_dir():
@@ -765,7 +766,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.gate:  # each project gated as soon as it is imported, beside the imports still running
         from codesign.importers.webbench_gate import SuiteGate
 
-        gate = SuiteGate(args.out, workers=args.workers, on_ray=not args.inline, node_cache=args.node_cache)
+        gate = SuiteGate(args.out, workers=args.workers, on_ray=not args.inline, node_cache=args.node_cache,
+                         at_once=args.gate_jobs)  # fmt: skip
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # installs wait on the network, runs on the browser
         futures = [pool.submit(import_project, args.checkout, name, args.out, numbers, options) for name in names]
         for future in as_completed(futures):

@@ -10,9 +10,9 @@ task 1's 20 times …: ~10× the work on 20 tasks a project.) A task that does n
 reference, specs or flags with a larger one is gated on its own.
 
 Like the importer, the gate splits a task's spec files over ``--workers`` copies of it gated at once (the
-starting app's tests fail on purpose by waiting out their bounds). Projects run on Ray, ``PROJECTS_PER_CPU`` to
-a CPU of the machine (or cluster) — or, with ``--inline``, in this process, as many at once. The report goes to
-``OUT/_gate/<time>/validation.parquet`` (``codesign.validate``'s columns) and the summary table
+starting app's tests fail on purpose by waiting out their bounds). Projects run on Ray, ``PROJECTS_PER_CPU`` a
+CPU of the machine (or cluster; ``--gate-jobs N``: N at once) — or, with ``--inline``, in this process. The
+report goes to ``OUT/_gate/<time>/validation.parquet`` (``codesign.validate``'s columns) and the summary table
 (``OUT/summary.md``).
 """
 
@@ -47,10 +47,11 @@ from codesign.runtime.browser import Browser
 from codesign.tasks.loader import Task, load_task, tree_hash
 
 WORKERS = 8  # as the importer's: see docs/tasks.md
-# Projects gated at once per CPU. A gate mostly waits (a starting app's tests wait out their bounds), but 8 runners
-# a project each with its server and Chromium fill the cores: four projects imported at once held a load of 30 on
-# 2 cores, where 5-s test bounds ran out and were run again. One project a CPU, beside the imports.
-PROJECTS_PER_CPU = 1
+# Projects gated at once per CPU (``--gate-jobs`` sets the number outright). A gate mostly waits (a starting app's
+# tests wait out their bounds), yet each of its runners has a server and a Chromium: three projects imported at
+# once with 6 runners each, beside two gated, held a load of 70 on 2 cores, where 5-s bounds ran out and were run
+# again — the waiting then cost more than the work.
+PROJECTS_PER_CPU = 0.5
 GATE_REPORTS = "_gate"  # in OUT; a folder starting with _ is never read as a task (tasks.root=OUT)
 _PROJECT = re.compile(r"wb-(.+)-task-\d+")
 
@@ -214,6 +215,7 @@ class SuiteGate:
         node_cache: Path | None = None,
         address: str | None = None,
         executable: str | None = None,
+        at_once: int | None = None,
     ) -> None:
         self.out, self.workers, self.repeat, self.on_ray, self.executable = out, workers, repeat, on_ray, executable
         self.node_cache = node_cache or Path("~/.cache/codesign/node_modules").expanduser()
@@ -228,9 +230,11 @@ class SuiteGate:
             from codesign.execute.ray_connect import ensure_ray
 
             ensure_ray(address)
-            self.remote = ray.remote(num_cpus=1 / PROJECTS_PER_CPU, max_retries=1)(_gate_packed)
+            cpus = ray.cluster_resources().get("CPU", 1.0)
+            share = cpus / at_once if at_once else 1 / PROJECTS_PER_CPU  # a project's CPUs: at_once fit the cluster
+            self.remote = ray.remote(num_cpus=min(share, cpus), max_retries=1)(_gate_packed)
         else:
-            self.pool = ThreadPoolExecutor(max(1, PROJECTS_PER_CPU * (os.cpu_count() or 1)))
+            self.pool = ThreadPoolExecutor(at_once or max(1, int(PROJECTS_PER_CPU * (os.cpu_count() or 1))))
 
     def submit(self, folders: list[Path]) -> None:
         """Gate the tasks at ``folders`` (a task that does not load fails integrity at once)."""
@@ -310,9 +314,10 @@ def gate_suite(
     node_cache: Path | None = None,
     address: str | None = None,
     executable: str | None = None,
+    at_once: int | None = None,
 ) -> list[TaskReport]:
     """Every task of the suite at ``out``, gated (:class:`SuiteGate`)."""
-    gate = SuiteGate(out, workers, repeat, on_ray, node_cache, address, executable)
+    gate = SuiteGate(out, workers, repeat, on_ray, node_cache, address, executable, at_once)
     gate.submit([d for d in out.iterdir() if (d / "task.yaml").is_file()])
     return gate.finish()
 
@@ -346,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, metavar="K", help="grade the reference K times (FLAKY)")
     parser.add_argument("--workers", type=int, default=WORKERS, help=f"copies gated at once a task (default {WORKERS})")
     parser.add_argument("--inline", action="store_true", help="in this process, without Ray")
+    parser.add_argument("--gate-jobs", type=int, help=f"projects gated at once (default {PROJECTS_PER_CPU:g} a CPU)")
     parser.add_argument("--address", help="a Ray cluster's address (default: $RAY_ADDRESS, else a local Ray)")
     parser.add_argument("--node-cache", type=Path, default=Path("~/.cache/codesign/node_modules").expanduser())
     args = parser.parse_args(argv)
@@ -355,7 +361,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1 or args.workers < 1:
         print("--repeat and --workers take a number ≥ 1", file=sys.stderr)
         return 2
-    reports = gate_suite(args.out, args.workers, args.repeat, not args.inline, args.node_cache, args.address)
+    if args.gate_jobs is not None and args.gate_jobs < 1:
+        print("--gate-jobs takes a number ≥ 1", file=sys.stderr)
+        return 2
+    reports = gate_suite(
+        args.out, args.workers, args.repeat, not args.inline, args.node_cache, args.address, at_once=args.gate_jobs
+    )
     return 0 if reports and all(r.ok for r in reports) else 1
 
 

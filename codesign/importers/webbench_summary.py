@@ -133,7 +133,11 @@ def render(summary: dict[str, Any]) -> str:
         f"(`{summary.get('import', {}).get('command', '?')}`, {summary.get('import', {}).get('options', {})}).",
     ]
     if gate:
-        lines.append(f"- Gate: {_minutes(gate.get('wall_s', 0))} ({gate.get('options', {})}).")
+        lines.append(
+            f"- Gate: done {_minutes(gate.get('wall_s', 0))} after it started ({gate.get('options', {})}); "
+            "with the importer's --gate it starts with the import and gates each project once imported, so this is "
+            "the wall time of import and gate together."
+        )
     notes = [
         f"- {name}: {len(p.get(key, {}))} test(s) {what}: {', '.join(sorted(p[key]))[:300]}"
         for name, p in sorted(imported.items())
