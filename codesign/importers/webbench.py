@@ -787,7 +787,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{imported} imported, {skipped} skipped{flaky_note_text} in {wall:.0f} s; summary: {args.out / SUMMARY_MD}")
     if gate is not None:
         reports = gate.finish()
-        return 0 if imported and all(r.ok for r in reports) else 1
+        return 0 if imported and len(reports) == imported and all(r.ok for r in reports) else 1  # each one gated
     if not imported:
         return 1
     print(f"next: python -m codesign.importers.webbench_gate {args.out}")
