@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -769,15 +769,19 @@ def main(argv: list[str] | None = None) -> int:
         gate = SuiteGate(args.out, workers=args.workers, on_ray=not args.inline, node_cache=args.node_cache,
                          at_once=args.gate_jobs)  # fmt: skip
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # installs wait on the network, runs on the browser
-        futures = [pool.submit(import_project, args.checkout, name, args.out, numbers, options) for name in names]
-        for future in as_completed(futures):
-            result = future.result()
-            results.append(result)
-            for line in _lines(result):
-                print(line, flush=True)
-            record_import(args.out, [result], options, numbers, time.monotonic() - start)  # kept if interrupted
+        running = {pool.submit(import_project, args.checkout, name, args.out, numbers, options) for name in names}
+        while running:
+            # A gate decided while imports still run is recorded within a minute, not when the next import ends.
+            finished, running = wait(running, timeout=60, return_when=FIRST_COMPLETED)
+            for future in finished:
+                result = future.result()
+                results.append(result)
+                for line in _lines(result):
+                    print(line, flush=True)
+                record_import(args.out, [result], options, numbers, time.monotonic() - start)  # kept if interrupted
+                if gate is not None:
+                    gate.submit([Path(f) for f in result.imported.values()])
             if gate is not None:
-                gate.submit([Path(f) for f in result.imported.values()])
                 gate.collect()
     imported = sum(len(r.imported) for r in results)
     skipped = sum(1 for r in results if r.reason) + sum(len(r.skipped) for r in results if not r.reason)
