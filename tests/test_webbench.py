@@ -90,13 +90,13 @@ TASKS = [
 TASK_2_SPEC = """const { test, expect } = require('@playwright/test')
 test('the add button says add note', async ({ page }) => {
   await page.goto('/index.html')
-  await expect(page.locator('.add')).toHaveText('add note')
+  expect(await page.locator('.add').allTextContents()).toEqual(['add note'])  // a static page: no wait needed
 })
 """
 TASK_3_SPEC = """const { test, expect } = require('@playwright/test')
 test('notes are numbered', async ({ page }) => {
   await page.goto('/index.html')
-  await expect(page.locator('.add')).toBeVisible()  // the config's bound, scaled when run again; a click's own is not
+  expect(await page.locator('.add').count()).toBe(1)  // static: the starting app fails at once, with nothing to wait
   await page.locator('.add').click()
   await page.locator('.add').click()
   await expect(page.locator('.notes li')).toHaveText(['note 1', 'note 2'])
