@@ -17,6 +17,7 @@ import socket
 import tarfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +31,22 @@ from codesign.sandbox.relay import RELAY_JS, Relay
 
 LABEL = "codesign"
 OWNER = "codesign.owner"
+_OUTPUT_VARIABLE = "CODESIGN_EXEC_OUTPUT"  # where a command's output is written inside the container
+_OUTPUTS = ".codesign-exec"  # the folder of those files, beside the workspace (never copied back)
+
+
+def _folder_info(name: str, uid: int, gid: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.uid, info.gid, info.mtime = tarfile.DIRTYPE, 0o755, uid, gid, int(time.time())
+    return info
+
+
+def _tar_folder(name: str, uid: int, gid: int) -> bytes:
+    """A tar of one empty folder owned by ``uid:gid``."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.addfile(_folder_info(name, uid, gid))
+    return buf.getvalue()
 
 
 def _tar_dir(root: Path, arcname: str, uid: int, gid: int) -> bytes:
@@ -157,6 +174,7 @@ class DockerSandbox:
             uid, gid = (int(x) for x in self.user.split(":"))
             parent, name = os.path.split(self.workdir)
             self._container.put_archive(parent, _tar_dir(self.workspace, name, uid, gid))
+            self._container.put_archive(parent, _tar_folder(_OUTPUTS, uid, gid))
         return self._container
 
     def close(self) -> None:
@@ -228,18 +246,27 @@ class DockerSandbox:
         environment.setdefault("HOME", "/tmp")
         if stdin is not None:
             command = f"{command} <<'CODESIGN_STDIN_EOF'\n{stdin}\nCODESIGN_STDIN_EOF"
+        # The command's output goes to a file beside the workspace (on the volume: the archive API cannot read
+        # a tmpfs), read back with the archive API: Docker 20.10 loses an exec's streamed output when the
+        # process exits right after printing (4-8 of 120 short `echo` commands came back empty with four
+        # sandboxes busy at once; the test suite saw two tests fail on it).
+        output_file = f"{os.path.dirname(self.workdir)}/{_OUTPUTS}/{uuid.uuid4().hex}.out"
+        environment[_OUTPUT_VARIABLE] = output_file
         exec_id = self.client().api.exec_create(
-            container.id, [self.shell, "-c", command], workdir=self.workdir, user=self.user, environment=environment
+            container.id,
+            [self.shell, "-c", f'exec >"${_OUTPUT_VARIABLE}" 2>&1\n{command}'],
+            workdir=self.workdir,
+            user=self.user,
+            environment=environment,
         )["Id"]
-        chunks: list[bytes] = []
         done = threading.Event()
 
-        def pump() -> None:
-            for chunk in self.client().api.exec_start(exec_id, stream=True, demux=False):
-                chunks.append(chunk)
+        def wait() -> None:
+            for _ in self.client().api.exec_start(exec_id, stream=True, demux=False):
+                pass  # the output is in the file; the stream only says when the command has ended
             done.set()
 
-        threading.Thread(target=pump, daemon=True).start()
+        threading.Thread(target=wait, daemon=True).start()
         timed_out = not done.wait(timeout or self.command_timeout_s)
         if timed_out:
             # As the sandbox user, `kill -9 -1` ends every process of that user — the command and whatever it
@@ -248,7 +275,9 @@ class DockerSandbox:
                 container.exec_run(["sh", "-c", "kill -9 -1"], user=self.user)
             done.wait(10)
         code = self.client().api.exec_inspect(exec_id).get("ExitCode")
-        output = b"".join(chunks).decode("utf-8", errors="replace")
+        output = (self._get(output_file) or b"").decode("utf-8", errors="replace")
+        with contextlib.suppress(Exception):
+            container.exec_run(["rm", "-f", output_file], user=self.user, detach=True)
         return ExecResult(output=output, returncode=None if timed_out else code, timed_out=timed_out)
 
     def read_file(self, path: str) -> str:
@@ -264,15 +293,7 @@ class DockerSandbox:
         with tarfile.open(fileobj=buf, mode="w") as tar:
             parts = rel.split("/")
             for k in range(1, len(parts)):  # parent folders, owned by the sandbox user
-                info = tarfile.TarInfo("/".join(parts[:k]))
-                info.type, info.mode, info.uid, info.gid, info.mtime = (
-                    tarfile.DIRTYPE,
-                    0o755,
-                    uid,
-                    gid,
-                    int(time.time()),
-                )
-                tar.addfile(info)
+                tar.addfile(_folder_info("/".join(parts[:k]), uid, gid))
             data = content.encode()
             info = tarfile.TarInfo(rel)
             info.size, info.mode, info.uid, info.gid, info.mtime = len(data), 0o644, uid, gid, int(time.time())
