@@ -181,7 +181,10 @@ LATE_PAGE = """<!doctype html><html><head><title>Shop</title></head><body><h1>Sh
 """
 TIMED_SPEC = """import { test, expect } from '@playwright/test';
 import { appendFileSync } from 'fs';
-test.beforeEach(async ({}, info) => { appendFileSync(process.env.RUNS, info.title + '\\n'); });  // each test's runs
+// each test's runs: its title, the run's workers and the worker slot it ran in
+test.beforeEach(async ({}, info) => {
+  appendFileSync(process.env.RUNS, `${info.title}\\t${info.config.workers}\\t${info.parallelIndex}\\n`);
+});
 // A serial group's later test does not run once an earlier one failed: it goes with a timed-out one into the
 // run again, and fails with a plain assertion's failure.
 test.describe('late', () => {
@@ -215,7 +218,7 @@ test('the heading shows', async ({ page }) => {
   await expect(page.locator('h1')).toHaveText('Shop');
 });
 """
-TIMED_CRITERIA = """spec_runner: {dir: specs, expect_timeout_s: 4, env: {RUNS: "RUNS_FILE"}}
+TIMED_CRITERIA = """spec_runner: {dir: specs, expect_timeout_s: 4, rerun_workers: AT_ONCE, env: {RUNS: "RUNS_FILE"}}
 criteria:
   - {id: late-note, text: The late note shows., kind: content, spec: {file: timed.spec.mjs, title: the late note shows}}
   - {id: missing, text: The button shows., kind: content, spec: {file: timed.spec.mjs, title: the missing button shows}}
@@ -229,32 +232,46 @@ criteria:
 
 
 @pytest.mark.duration(45)
-def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_run_decides(tmp_path):
+@pytest.mark.parametrize("at_once", [1, 3])
+def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_run_decides(tmp_path, at_once):
+    """Alone (``rerun_workers: 1``), or side by side with the same verdicts (``3``: a serial group in one
+    worker, the other test in another)."""
     runs = tmp_path / "runs.txt"
-    root = spec_task(tmp_path / "suite", TIMED_CRITERIA.replace("RUNS_FILE", str(runs)))
+    criteria = TIMED_CRITERIA.replace("RUNS_FILE", str(runs)).replace("AT_ONCE", str(at_once))
+    root = spec_task(tmp_path / "suite", criteria)
     (root / "shop" / "specs" / "timed.spec.mjs").write_text(TIMED_SPEC)
     (root / "shop" / "app" / "late.html").write_text(LATE_PAGE)
     got = verdicts(tmp_path, root, "noop")
     late, missing = got["late-note"], got["missing"]
     assert late["verdict"] == "PASS", late["reason"]  # what the run again showed, not the first run's timeout
-    assert late["reason"].startswith(f"re-run alone with {RERUN_FACTOR}× the bounds after a timeout (failed:")
+    rerun = "re-run alone" if at_once == 1 else "re-run (3 at once)"
+    assert late["reason"].startswith(f"{rerun} with {RERUN_FACTOR}× the bounds after a timeout (failed:")
     assert missing["verdict"] == "FAIL" and missing["failure_category"] == "element_never_reached", missing
-    assert "re-run alone" in missing["reason"] and "element(s) not found" in missing["reason"]
+    assert rerun in missing["reason"] and "element(s) not found" in missing["reason"]
     assert got["title"]["verdict"] == "FAIL" and got["title"]["failure_category"] == "wrong"
     assert "re-run" not in got["title"]["reason"] and got["heading"]["verdict"] == "PASS"
     # The serial groups' later tests: skipped in the first run after the failure before them (never ungraded).
     after_note, after_title = got["after-note"], got["after-title"]
-    assert after_note["verdict"] == "PASS" and "re-run alone" in after_note["reason"], after_note  # in the run again
+    assert after_note["verdict"] == "PASS" and rerun in after_note["reason"], after_note  # in the run again
     assert after_title["verdict"] == "FAIL" and after_title["failure_category"] == "wrong", after_title
     assert "did not run: 'plain > the title is another', earlier in its serial group, failed" in after_title["reason"]
-    ran = runs.read_text().splitlines()  # each test's runs: the two that timed out twice, the others once
+    lines = [line.split("\t") for line in runs.read_text().splitlines()]
+    ran = [title for title, _, _ in lines]  # each test's runs: the two that timed out twice, the others once
     assert {t: ran.count(t) for t in set(ran)} == {"the late note shows": 2, "the missing button shows": 2,
                                                    "the title is another": 1, "the heading shows": 1,
                                                    "the heading follows the note": 1}  # fmt: skip
+    slots = {title: slot for title, workers, slot in lines if workers == str(at_once) and at_once > 1}
+    if at_once > 1:  # the run again, side by side: the late note and its follower in one worker, the button in another
+        late, follower, button = (slots[t] for t in ("the late note shows", "the heading follows the note",
+                                                     "the missing button shows"))  # fmt: skip
+        assert late == follower != button
+    else:
+        assert {workers for _, workers, _ in lines} == {"1"}
     (evals,) = list((tmp_path / "store" / "trials").glob("*/evals/*"))
     evidence = {i["id"]: i for i in json.loads((evals / "evidence.json").read_text())}
     record = evidence["action:late-note.1"]["data"]
     assert record["status"] == "passed" and record["rerun"]["factor"] == RERUN_FACTOR
+    assert record["rerun"]["at_once"] == at_once
     assert record["rerun"]["first"]["status"] == "failed" and "Timeout: 4000ms" in record["rerun"]["first"]["message"]
     assert "Timeout: 16000ms" in missing["reason"]  # the run again's bound: RERUN_FACTOR× the first
     assert "spec-rerun" in evidence and (evals / "spec-rerun.log").is_file()

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from codesign.importers import webbench
-from codesign.importers.webbench_gate import gate_suite
+from codesign.importers.webbench_gate import SuiteGate, gate_suite
 from codesign.importers.webbench_runs import split_by_file
 from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
@@ -52,13 +52,21 @@ def test_every_task_imports_alike_alone_or_together_and_the_gate_by_project_repo
         assert {c.id: c.preserve for c in load_task(together / f"wb-notes-task-{n}").criteria} == expected(n)
     # Task 3 alone, its starting app graded by one runner: the same task as from the run of all three, where
     # init's, task 1's and tasks 2-3's spec files were graded by three runners at once (every test of the project).
-    # With --gate (in this process), each project is gated as soon as it is imported and the summary says so.
+    # With --gate, each project's report is read from the import's own runs (the reference graded once) as soon
+    # as it is imported, and the summary says so: the same report as a gate that grades both apps again.
     alone = tmp_path / "alone"
     command = [str(root), str(alone), "--projects", "notes", "--task", "3", "--workers", "1", "--gate", "--inline"]
     assert webbench.main(command) == 0
     assert same(alone / "wb-notes-task-3", together / "wb-notes-task-3")
+    assert "ok   wb-notes-task-3 (gated on the import's runs)" in capsys.readouterr().out
+    summary = json.loads((alone / "summary.json").read_text())
+    assert summary["gate"]["tasks"]["wb-notes-task-3"]["ok"] is True and summary["import"]["options"]["repeat"] == 1
+    shared = json.loads(next((alone / "_gate").glob("*/reports.json")).read_text())
+    gate = SuiteGate(alone, workers=1, on_ray=False)  # runs that graded another app: the task is graded again
+    gate.submit_decided([alone / "wb-notes-task-3"], {"shared": "another app's", "criteria": []})
+    (fresh,) = gate.finish()
     assert "ok   wb-notes-task-3 (gated with wb-notes-task-3)" in capsys.readouterr().out
-    assert json.loads((alone / "summary.json").read_text())["gate"]["tasks"]["wb-notes-task-3"]["ok"] is True
+    assert [(r["task_id"], r["steps"]) for r in shared] == [(fresh.task_id, fresh.steps)]
     # --task N for every N gives the task --tasks all gives (without the runs: the file rule decides the flags).
     assert (
         webbench.main([str(root), str(tmp_path / "all"), "--projects", "notes", "--tasks", "all", "--no-classify"]) == 0

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import polars as pl
 
-from codesign._types import CriterionVerdict, Ungraded
+from codesign._types import CriterionVerdict, Evaluation, Ungraded
 from codesign.errors import TaskError
 from codesign.evaluate.evaluators import ProbeEvaluator
 from codesign.evaluate.evidence import EvidenceItem, page_text
@@ -160,25 +160,10 @@ async def validate_task(
             report.fail("install_build", baseline.message)
             return report
         report.steps["install_build"] = "ok"
-        bad_routes = [
-            f"{e.route} -> {e.data['status']}"
-            for e in baseline.evidence
-            if e.kind == "route" and e.data["status"] != 200
-        ]
-        # A blank page that threw is a crashed app, always; one that threw nothing fails an authored task (its
-        # revision starts from an app a user sees) and is only a warning where the task says it starts empty
-        # (Web-Bench begins many projects from a bare `<div class="root">`).
-        crashed = []
-        for e in baseline.evidence:
-            if e.kind != "dom" or not page_text(out_dir / task.id / "baseline", e).blank:
-                continue
-            error = _first_error(baseline.evidence, e)
-            if error or not task.manifest.environment.starts_blank:
-                crashed.append(f"{e.id} renders nothing" + (f" ({error})" if error else ""))
-            else:
-                report.warnings.append(f"{e.id} shows nothing a user can see (environment.starts_blank)")
-        if bad_routes or crashed:
-            report.fail("launch_render", "; ".join(bad_routes + crashed))
+        problems, blank = launch_render(task, baseline, out_dir / task.id / "baseline")
+        report.warnings += blank
+        if problems:
+            report.fail("launch_render", "; ".join(problems))
             return report
         report.steps["launch_render"] = "ok"
         if environment_only:
@@ -195,11 +180,7 @@ async def validate_task(
             )
             for v in again.verdicts:
                 seen[v.criterion_id].append(v.verdict)
-        report.warnings += [
-            f"{cid}: FLAKY on the reference — {', '.join(vs)} over {len(vs)} runs"
-            for cid, vs in seen.items()
-            if len(set(vs)) > 1
-        ]
+        report.warnings += flaky_warnings(seen)
         if not judge_oracle_and_baseline(report, task, reference.verdicts, baseline.verdicts):
             return report
         if not near_misses:
@@ -220,6 +201,33 @@ async def validate_task(
     finally:
         report.wall_s = round(time.monotonic() - start, 2)
     return report
+
+
+def flaky_warnings(seen: dict[str, list[str]]) -> list[str]:
+    """A warning per criterion whose verdicts on the reference (``seen``: its verdict in each run) differ."""
+    return [f"{cid}: FLAKY on the reference — {', '.join(vs)} over {len(vs)} runs" for cid, vs in seen.items()
+            if len(set(vs)) > 1]  # fmt: skip
+
+
+def launch_render(task: Task, baseline: Evaluation, folder: Path) -> tuple[list[str], list[str]]:
+    """The unchanged app's routes that did not answer 200 or render nothing (``baseline``'s evidence, kept in
+    ``folder``), and the warnings about pages that start empty where the task says they do."""
+    problems = [
+        f"{e.route} -> {e.data['status']}" for e in baseline.evidence if e.kind == "route" and e.data["status"] != 200
+    ]
+    # A blank page that threw is a crashed app, always; one that threw nothing fails an authored task (its
+    # revision starts from an app a user sees) and is only a warning where the task says it starts empty
+    # (Web-Bench begins many projects from a bare `<div class="root">`).
+    warnings = []
+    for e in baseline.evidence:
+        if e.kind != "dom" or not page_text(folder, e).blank:
+            continue
+        error = _first_error(baseline.evidence, e)
+        if error or not task.manifest.environment.starts_blank:
+            problems.append(f"{e.id} renders nothing" + (f" ({error})" if error else ""))
+        else:
+            warnings.append(f"{e.id} shows nothing a user can see (environment.starts_blank)")
+    return problems, warnings
 
 
 def judge_oracle_and_baseline(

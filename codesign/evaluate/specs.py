@@ -12,7 +12,8 @@ are. One ``playwright test`` run per evaluation grades every spec criterion of t
   failures;
 - the report decides: passed → PASS; failed → FAIL with the assertion's message. A test that ran out of
   Playwright's time (it timed out, or a step or an ``expect`` did) may have met a slow machine rather than a
-  wrong app: it is run again, alone (a second run with only those tests, one worker), with
+  wrong app: it is run again, alone (a second run with only those tests, one worker — or
+  ``spec_runner.rerun_workers`` at once, for suites whose tests wait rather than compute), with
   ``RERUN_FACTOR`` times its bounds, and that run decides — passed → PASS; a wait for an element that is
   still not there → FAIL ``element_never_reached``; anything else → FAIL. A plain assertion failure is never
   run again. A test that did not run, a spec folder whose dependencies do not install, a runner that crashed
@@ -87,7 +88,8 @@ export default {{
   testDir: base.testDir || '.',
   webServer: undefined,
   retries: 0,
-  workers: 1,
+  workers: {workers},
+  ...({workers} > 1 ? {{ fullyParallel: true }} : {{}}),
   timeout: {timeout_ms},
   ...(base.globalTimeout ? {{ globalTimeout: base.globalTimeout * scale }} : {{}}),
   expect: {{ ...(base.expect || {{}}), timeout: {expect_ms} }},
@@ -148,7 +150,7 @@ class SpecResult:
 
 
 def write_config(
-    folder: Path, task: Task, base_url: str, chromium: str | None, args: list[str], run: Pass = FIRST
+    folder: Path, task: Task, base_url: str, chromium: str | None, args: list[str], run: Pass = FIRST, workers: int = 1
 ) -> Path:
     runner = task.spec_runner
     assert runner is not None
@@ -158,6 +160,7 @@ def write_config(
         timeout_ms=int(runner.timeout_s * 1000 * run.scale),
         expect_ms=int(runner.expect_timeout_s * 1000 * run.scale),
         scale=run.scale,
+        workers=workers,
         report=run.report,
         output_dir=run.output_dir,
         base_url=json.dumps(base_url),
@@ -311,8 +314,10 @@ async def grade_specs(
             reason = f"spec_runner.env: {e!r} is not one of {{workspace}}, {{specs}}, {{base_url}}"
             return {c.id: ungraded(c, Ungraded.GRADER_ERROR, reason, []) for c in wanted}
 
-        async def attempt(run: Pass, filters: list[str], criteria: list[Any], bound_s: float) -> Attempt:
-            write_config(work, task, session.base_url, chromium, args, run)
+        async def attempt(
+            run: Pass, filters: list[str], criteria: list[Any], bound_s: float, workers: int = 1
+        ) -> Attempt:
+            write_config(work, task, session.base_url, chromium, args, run, workers)
             proc = await asyncio.to_thread(_run, work, run.config, filters, env, bound_s)
             session.write(run.log, proc.stdout[-20000:])
             log_id = session.add(EvidenceItem(run.log.removesuffix(".log"), "build", None, None, run.log))
@@ -339,10 +344,11 @@ async def grade_specs(
         # A serial group's test that a timed-out one kept from running goes with it: the group runs in order.
         again = [c for c in wanted if _runs_again(first.results[c.id])]
         second = Attempt("", 0.0)
+        locations = sorted({first.results[c.id].location for c in again})
+        workers = min(runner.rerun_workers, len(locations))
         if again:
-            locations = sorted({first.results[c.id].location for c in again})
             bound = RUN_BOUND_S + len(locations) * RERUN_FACTOR * runner.timeout_s  # each test's bound, and slack
-            second = await attempt(RERUN, [alone(place) for place in locations], again, bound)
+            second = await attempt(RERUN, [alone(place) for place in locations], again, bound, workers)
         out: dict[str, CriterionVerdict] = dict(second.failed)
         for c in wanted:
             assert c.spec is not None
@@ -363,11 +369,13 @@ async def grade_specs(
             if rerun:  # what the first run saw, and what the run again cost
                 record["rerun"] = {
                     "factor": RERUN_FACTOR,
+                    "at_once": workers,
                     "wall_s": round(second.wall_s, 1),
                     "first": {"status": earlier.status, "message": earlier.message[:1000]},
                 }
                 seen = " ".join(earlier.message.replace(f"{work}/", "").split())[:300]
-                note = f"re-run alone with {RERUN_FACTOR}× the bounds after a timeout ({earlier.status}: {seen}): "
+                how = "alone" if workers == 1 else f"({workers} at once)"
+                note = f"re-run {how} with {RERUN_FACTOR}× the bounds after a timeout ({earlier.status}: {seen}): "
             cited = [first.log_id, *([second.log_id] if rerun else [])]
             cited.append(session.add(EvidenceItem(f"action:{c.id}.1", "action", "/", "desktop", data=record)))
             for name, path in (r.attachments or {}).items():

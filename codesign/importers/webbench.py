@@ -48,17 +48,19 @@ import sys
 import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from codesign.importers.webbench_runs import Flaky, StartingAppDoesNotBuild, flaky_tests, grade_in_parallel
+from codesign._types import CriterionVerdict
+from codesign.evaluate.gate import flaky_warnings, integrity
+from codesign.importers.webbench_runs import Flaky, Graded, StartingAppDoesNotBuild, flaky_tests, grade_in_parallel
 from codesign.importers.webbench_summary import SUMMARY_MD, record_import
 from codesign.runtime.browser import Browser
 from codesign.sandbox.dependencies import cached_node_modules, failure_excerpt, link_node_modules
-from codesign.tasks.loader import GENERATED_DIRS, load_task
+from codesign.tasks.loader import GENERATED_DIRS, Task, load_task
 
 RUNNER = Path(__file__).with_name("webbench_runner")  # package.json + lockfile pinning @playwright/test
 UTIL = "@web-bench/test-util"
@@ -85,6 +87,7 @@ TEST_TIMEOUT_S = 5.0
 EXPECT_TIMEOUT_S = 2.0
 WORKERS = 8  # runners at once on a starting app, whose tests wait: see the measurement in docs/tasks.md
 REFERENCE_WORKERS = 2  # on the reference, whose tests compute: one per core (Web-Bench's 500 ms timing tests)
+RERUN_WORKERS = 4  # a runner's tests run again after a timeout at once (spec_runner.rerun_workers): see docs/tasks.md
 
 
 def read_tasks(project: Path) -> list[dict[str, Any]]:
@@ -391,6 +394,7 @@ class ImportOptions:
     include_flaky: bool = False  # keep flaky tests as criteria (marked), instead of leaving them out
     workers: int = WORKERS  # runners at once on the starting app (its tests wait)
     reference_workers: int = REFERENCE_WORKERS  # runners at once on the reference (its tests compute)
+    rerun_workers: int = RERUN_WORKERS  # the tasks' spec_runner.rerun_workers
     test_timeout_s: float = TEST_TIMEOUT_S
     expect_timeout_s: float = EXPECT_TIMEOUT_S
 
@@ -414,6 +418,7 @@ class ProjectImport:
     fails_on_reference: dict[str, str] = field(default_factory=dict)  # failed in every reference run: left out
     wall_s: float = 0.0
     phases_s: dict[str, float] = field(default_factory=dict)  # write, classify, reference, tasks
+    gated: dict[str, Any] | None = None  # the gate's record from these runs (classified, reference graded)
 
 
 def import_project(
@@ -477,6 +482,7 @@ def _import_tasks(
         "config": "playwright.config.js",
         "timeout_s": options.test_timeout_s,
         "expect_timeout_s": min(options.expect_timeout_s, options.test_timeout_s),
+        "rerun_workers": options.rerun_workers,
         "env": {"EVAL_PROJECT_ROOT": root, "IS_EVAL_PRODUCTION": "true"},
         "packages": PACKAGES,
     }
@@ -501,11 +507,12 @@ async def _grade(
     union: Path, options: ImportOptions, work: Path, result: ProjectImport
 ) -> tuple[set[str] | None, list[Flaky]]:
     """The ids the starting app passes (None without classification), and the flaky tests of the reference
-    (graded ``options.repeat`` times). Authoring tools, like the gate, may use the evaluator."""
+    (graded ``options.repeat`` times). With both runs, ``result.gated`` is the gate's view of them (the gate's
+    own steps on the same runs: :func:`gated_by_import`). Authoring tools, like the gate, may use the evaluator."""
     browser = Browser(os.environ.get("CODESIGN_CHROMIUM"), slots=max(options.workers, options.reference_workers))
     task = load_task(union)
     try:
-        passing = None
+        baseline = None
         clock = time.monotonic()
         if options.classify:
             try:
@@ -514,19 +521,20 @@ async def _grade(
                 )
             except StartingAppDoesNotBuild as e:
                 raise RuntimeError(f"the starting app does not build: {str(e).split(': ', 1)[-1]}") from None
-            passing = {i for i, v in baseline.items() if v.verdict == "PASS"}
-            result.ungraded_on_start = {i: v.reason[:300] for i, v in baseline.items() if v.grading_failed}
+            result.ungraded_on_start = {i: v.reason[:300] for i, v in baseline.verdicts.items() if v.grading_failed}
             result.phases_s["classify"] = round(time.monotonic() - clock, 1)
         clock = time.monotonic()
         runs = [
-            await grade_in_parallel(
-                union,
-                task.reference_patch(),
-                options.reference_workers,
-                browser,
-                options.node_cache,
-                work / f"reference-{k}",
-            )
+            (
+                await grade_in_parallel(
+                    union,
+                    task.reference_patch(),
+                    options.reference_workers,
+                    browser,
+                    options.node_cache,
+                    work / f"reference-{k}",
+                )
+            ).verdicts
             for k in range(1, options.repeat + 1)
         ]
         if runs:
@@ -534,11 +542,40 @@ async def _grade(
             result.fails_on_reference = {
                 c.id: " ".join(runs[0][c.id].reason.split())[:300]
                 for c in task.criteria
-                if all(c.id in run and run[c.id].verdict != "PASS" for run in runs)
+                if all(c.id in run and run[c.id].verdict == "FAIL" for run in runs)
             }
+        if baseline is not None and runs:
+            result.gated = gated_by_import(task, baseline, runs)
+        passing = None if baseline is None else {i for i, v in baseline.verdicts.items() if v.verdict == "PASS"}
         return passing, flaky_tests(task.criteria, runs)
     finally:
         await browser.close()
+
+
+def gated_by_import(task: Task, baseline: Graded, runs: list[dict[str, CriterionVerdict]]) -> dict[str, Any]:
+    """The gate's record of a project (:func:`codesign.importers.webbench_gate.gate_cover`'s) from the import's
+    own runs: the starting app graded once, the reference ``len(runs)`` times, and the gate's steps on them —
+    integrity (the files, the reference patch applies), install/build (the starting app built: else no task
+    was imported), launch/render (the first runner's pages). Each imported task's report is read from it."""
+    from codesign.importers.webbench_gate import shared_key
+
+    clock = time.monotonic()
+    steps = {"integrity": "ok", "install_build": "ok", "launch_render": "ok"}
+    problem = integrity(task)
+    if problem:
+        steps["integrity"] = f"FAIL: {problem}"
+    elif baseline.render_problems:
+        steps["launch_render"] = "FAIL: " + "; ".join(baseline.render_problems)
+    seen = {c.id: [run[c.id].verdict for run in runs if c.id in run] for c in task.criteria}
+    warnings = [*baseline.render_warnings, *flaky_warnings(seen)]
+    return {
+        "criteria": [c.id for c in task.criteria],
+        "shards": [{"steps": steps, "warnings": warnings, "transient": baseline.transient}],
+        "baseline": {i: asdict(v) for i, v in baseline.verdicts.items()},
+        "references": [{i: asdict(v) for i, v in run.items()} for run in runs],
+        "wall_s": round(time.monotonic() - clock, 1),  # what the gate added to the import's runs
+        "shared": shared_key(task),
+    }
 
 
 def _write_task(
@@ -720,6 +757,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"runners at once on the reference (default {REFERENCE_WORKERS})",
     )
     parser.add_argument(
+        "--rerun-workers",
+        type=int,
+        default=RERUN_WORKERS,
+        help=f"a runner's tests run again after a timeout at once, written as the tasks' spec_runner.rerun_workers "
+        f"(default {RERUN_WORKERS}; 1: one at a time)",
+    )
+    parser.add_argument(
         "--test-timeout",
         type=float,
         default=TEST_TIMEOUT_S,
@@ -732,7 +776,16 @@ def main(argv: list[str] | None = None) -> int:
         help=f"seconds an expect() may wait (default {EXPECT_TIMEOUT_S:g}; Web-Bench's: 5)",
     )
     parser.add_argument("--jobs", type=int, default=3, help="projects imported at once (default 3)")
-    parser.add_argument("--gate", action="store_true", help="then run the gate on every imported task")
+    parser.add_argument(
+        "--gate",
+        action="store_true",
+        help="the gate on every imported task, judged on the import's own runs (the reference graded at least once)",
+    )
+    parser.add_argument(
+        "--fresh-gate",
+        action="store_true",
+        help="with --gate: the gate grades both apps again (a second sample, twice the runs)",
+    )
     parser.add_argument("--inline", action="store_true", help="the gate without Ray (--gate)")
     parser.add_argument("--gate-jobs", type=int, help="projects gated at once (--gate; default: half a CPU each)")
     args = parser.parse_args(argv)
@@ -745,16 +798,17 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(e, file=sys.stderr)
         return 2
-    if args.repeat < 0 or args.workers < 1 or args.reference_workers < 1:
-        print("--repeat takes K ≥ 0, --workers and --reference-workers N ≥ 1", file=sys.stderr)
+    if args.repeat < 0 or min(args.workers, args.reference_workers, args.rerun_workers) < 1:
+        print("--repeat takes K ≥ 0, --workers, --reference-workers and --rerun-workers N ≥ 1", file=sys.stderr)
         return 2
     options = ImportOptions(
         args.node_cache,
         args.classify,
-        args.repeat,
+        max(args.repeat, 1) if args.gate and not args.fresh_gate else args.repeat,  # the gate's solvability
         args.include_flaky,
         args.workers,
         args.reference_workers,
+        args.rerun_workers,
         args.test_timeout,
         args.expect_timeout,
     )
@@ -768,6 +822,9 @@ def main(argv: list[str] | None = None) -> int:
 
         gate = SuiteGate(args.out, workers=args.workers, on_ray=not args.inline, node_cache=args.node_cache,
                          at_once=args.gate_jobs)  # fmt: skip
+        # Which runs the gate judges: the import's (its starting app graded once, the reference K times), or
+        # its own, graded again (--fresh-gate, or a project imported without them: gated as validate does).
+        gate.options["runs"] = "fresh" if args.fresh_gate else "the import's, where it has them"
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:  # installs wait on the network, runs on the browser
         running = {pool.submit(import_project, args.checkout, name, args.out, numbers, options) for name in names}
         while running:
@@ -779,7 +836,9 @@ def main(argv: list[str] | None = None) -> int:
                 for line in _lines(result):
                     print(line, flush=True)
                 record_import(args.out, [result], options, numbers, time.monotonic() - start)  # kept if interrupted
-                if gate is not None:
+                if gate is not None and result.gated is not None and not args.fresh_gate:  # the import's runs
+                    gate.submit_decided([Path(f) for f in result.imported.values()], result.gated)
+                elif gate is not None:
                     gate.submit([Path(f) for f in result.imported.values()])
             if gate is not None:
                 gate.collect()

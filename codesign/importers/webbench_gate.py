@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ class Unit:
     tasks: list[Task] = field(default_factory=list)
 
 
-def _shared(task: Task) -> str:
+def shared_key(task: Task) -> str:
     """What the gate's evaluations depend on besides the criteria: app, reference, specs and how they run."""
     parts = [
         tree_hash(task.app_dir),
@@ -82,7 +82,7 @@ def units(tasks: list[Task]) -> list[Unit]:
     its own: they grade all of its criteria at once)."""
     found: list[tuple[str, dict[str, str], Unit]] = []
     for task in sorted(tasks, key=lambda t: (-len(t.criteria), t.id)):
-        shared = _shared(task)
+        shared = shared_key(task)
         criteria = {c.id: c.model_dump_json(exclude={"text"}) for c in task.criteria}  # the text only says why
         home = next(
             (
@@ -160,8 +160,9 @@ def restricted(task: Task, gated: dict[str, Any]) -> TaskReport:
             return report
         report.steps[step] = "ok"
     why_not = next((s["steps"].get("solvability", "") for s in shards if "solvability" in s["steps"]), "")
-    reference = [_verdict(gated["references"][0], c.id, why_not) for c in task.criteria]
-    baseline = [_verdict(gated["baseline"], c.id, why_not) for c in task.criteria]
+    # Each verdict with the task's own flag (the import's runs graded its tests before they were classified).
+    reference = [replace(_verdict(gated["references"][0], c.id, why_not), preserve=c.preserve) for c in task.criteria]
+    baseline = [replace(_verdict(gated["baseline"], c.id, why_not), preserve=c.preserve) for c in task.criteria]
     if not judge_oracle_and_baseline(report, task, reference, baseline):
         return report
     near = [s["steps"].get("near_misses", "") for s in shards]
@@ -223,7 +224,7 @@ class SuiteGate:
         self.reports: list[TaskReport] = []
         self.walls: dict[str, float] = {}  # project -> the gate's wall time over its units
         self.pending: dict[Any, Unit] = {}  # a Ray object ref or a Future -> its unit
-        self.options = {"workers": workers, "repeat": repeat, "ray": on_ray}
+        self.options: dict[str, Any] = {"workers": workers, "repeat": repeat, "ray": on_ray}
         if on_ray:
             import ray
 
@@ -257,6 +258,29 @@ class SuiteGate:
                 args2 = (u.cover.dir, self.workers, self.repeat, self.node_cache, self.executable)
                 self.pending[self.pool.submit(_gate_here, *args2)] = u
 
+    def submit_decided(self, folders: list[Path], gated: dict[str, Any]) -> None:
+        """Report the tasks at ``folders`` from the importer's own runs (``gated``: see
+        :func:`codesign.importers.webbench.gated_by_import`) where they are what those runs graded (the same app,
+        reference, specs and runner: :func:`shared_key`, every criterion graded); the others are gated afresh."""
+        fresh: list[Path] = []
+        decided: list[Task] = []
+        for folder in sorted(folders):
+            try:
+                task = load_task(folder)
+            except Exception:
+                fresh.append(folder)  # submit reports why it does not load
+                continue
+            same = shared_key(task) == gated["shared"] and {c.id for c in task.criteria} <= set(gated["criteria"])
+            if same:
+                decided.append(task)
+            else:
+                fresh.append(folder)
+        if decided:
+            cover = max(decided, key=lambda t: (len(t.criteria), t.id))
+            self._decided(Unit(cover, decided), gated, "the import's runs")
+        if fresh:
+            self.submit(fresh)
+
     def collect(self, block: bool = False) -> None:
         """Record the units decided so far; with ``block``, wait for every one."""
         while self.pending:
@@ -275,12 +299,13 @@ class SuiteGate:
                 gated = done.result()
             self._decided(self.pending.pop(done), gated)
 
-    def _decided(self, unit: Unit, gated: dict[str, Any]) -> None:
+    def _decided(self, unit: Unit, gated: dict[str, Any], runs: str = "") -> None:
         project = _project(unit.cover.id)
         self.walls[project] = self.walls.get(project, 0.0) + gated["wall_s"]
         for task in sorted(unit.tasks, key=lambda t: t.id):
             report = restricted(task, gated)
-            print(f"{'ok  ' if report.ok else 'FAIL'} {task.id} (gated with {unit.cover.id})", flush=True)
+            how = f"gated on {runs}" if runs else f"gated with {unit.cover.id}"
+            print(f"{'ok  ' if report.ok else 'FAIL'} {task.id} ({how})", flush=True)
             self._record(report, _entry(task, report, gated))
 
     def _record(self, report: TaskReport, entry: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ import yaml
 
 from codesign._types import CriterionVerdict, Evaluation
 from codesign.evaluate.evaluators import ProbeEvaluator
+from codesign.evaluate.gate import launch_render, undecided
 from codesign.evaluate.run import evaluate_patch
 from codesign.runtime.browser import Browser
 from codesign.tasks.loader import CRITERIA, GENERATED_DIRS, load_task
@@ -62,9 +63,20 @@ class StartingAppDoesNotBuild(RuntimeError):
     """The app did not build: no test says anything about it."""
 
 
+@dataclass
+class Graded:
+    """A patch graded in parallel runners: every criterion's verdict, and what the gate asks of the app besides
+    (its launch/render problems and warnings, from the first runner's evidence; why a verdict was undecided)."""
+
+    verdicts: dict[str, CriterionVerdict]
+    render_problems: list[str] = field(default_factory=list)
+    render_warnings: list[str] = field(default_factory=list)
+    transient: str = ""
+
+
 async def grade_in_parallel(
     task_dir: Path, patch: str, workers: int, browser: Browser, node_cache: Path, work: Path
-) -> dict[str, CriterionVerdict]:
+) -> Graded:
     """Every criterion's verdict for ``patch``, from ``workers`` evaluations at once (one per group of spec
     files). ``browser`` must allow that many evaluations at once (``Browser(slots=...)``)."""
     task = load_task(task_dir)
@@ -82,7 +94,10 @@ async def grade_in_parallel(
         if evaluation.message and all(v.failure_category == "build_failed" for v in evaluation.verdicts):
             raise StartingAppDoesNotBuild(f"the app does not build: {evaluation.message[:500]}")
         verdicts |= {v.criterion_id: v for v in evaluation.verdicts}
-    return {c.id: verdicts[c.id] for c in task.criteria if c.id in verdicts}
+    problems, warnings = launch_render(task, evaluations[0], work / "evaluation-0")  # every runner serves the same app
+    transient = "; ".join(dict.fromkeys(e.transient for e in evaluations if e.transient))
+    ordered = {c.id: verdicts[c.id] for c in task.criteria if c.id in verdicts}
+    return Graded(ordered, problems, warnings, transient or undecided(list(ordered.values())))
 
 
 @dataclass

@@ -39,6 +39,7 @@ def record_import(
         "include_flaky": options.include_flaky,
         "workers": options.workers,
         "reference_workers": options.reference_workers,
+        "rerun_workers": options.rerun_workers,
         "test_timeout_s": options.test_timeout_s,
         "expect_timeout_s": options.expect_timeout_s,
     }
