@@ -22,6 +22,7 @@ from codesign.build import build, families, preflight
 from codesign.config import plain_dict
 from codesign.errors import ConfigError, NothingRan
 from codesign.execute import Budget
+from codesign.report.collect import STORE_FILE
 from codesign.sandbox import scratch
 from codesign.score import (
     adjusted_frame,
@@ -216,6 +217,7 @@ def _conclude(cell: Cell) -> dict[str, Any]:
     for name, frame in tables.items():
         frame.write_parquet(cell.out_dir / f"{name}.parquet")
     store = Store(store_uri(cell.cfg.store.root))
+    (cell.out_dir / STORE_FILE).write_text(store.uri + "\n")  # Hydra's saved config keeps ${oc.env:…} unresolved
     write_report(cell.out_dir, tables, records, store, title=f"codesign · {cell.name}")
     print(format_summary(tables["summary"]))
     print(format_denominators(tables["denominators"]))

@@ -227,3 +227,20 @@ def test_a_paired_comparison_in_the_terminal_the_page_and_parquet(three_runs):
                "model=oracle", "model=noop"]  # fmt: skip
     bad = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
     assert bad.returncode == 2 and "matches 2 cells" in bad.stderr and "evaluator=llm" in bad.stderr, bad.stderr
+
+
+def test_a_run_names_the_store_it_used_resolved(three_runs, tmp_path, monkeypatch):
+    """The runner writes the store it used; a run folder without that file (an older run) resolves the
+    ``${oc.env:…}`` Hydra's saved config keeps, instead of returning it as a path."""
+    from codesign.report.collect import STORE_FILE, Run
+
+    root, (_, b, _) = three_runs
+    assert (b / STORE_FILE).read_text().strip() == Run(b, 0.0).store == str(root / "store")
+    older = tmp_path / "older"
+    (older / ".hydra").mkdir(parents=True)
+    config = yaml.safe_load((b / ".hydra" / "config.yaml").read_text())
+    config["store"]["root"] = "${oc.env:CODESIGN_STORE,outputs/store}"
+    (older / ".hydra" / "config.yaml").write_text(yaml.safe_dump(config))
+    assert not (older / STORE_FILE).exists()
+    monkeypatch.setenv("CODESIGN_STORE", str(tmp_path / "elsewhere"))
+    assert Run(older, 0.0).store == str(tmp_path / "elsewhere")

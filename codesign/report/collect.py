@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import yaml
+from omegaconf import OmegaConf
 
 from codesign.errors import ConfigError
 from codesign.score import labels as stored_labels
@@ -19,6 +20,7 @@ from codesign.score.labels import SCHEMA as LABEL_SCHEMA
 from codesign.score.metrics import CELL, task_frame
 
 TRIAL = [*CELL, "seed", "task_id"]
+STORE_FILE = "store.txt"  # in a run folder: the store it used, resolved (the runner writes it)
 _STATUS_RANK = {"ok": 0, "solved": 1, "aborted": 2}  # lower wins; errors and skips after
 
 
@@ -38,12 +40,17 @@ class Run:
 
     @property
     def store(self) -> str | None:
-        """The store the run used (from its Hydra config), where its evidence lives."""
-        config = self.path / ".hydra" / "config.yaml"
+        """The store the run used, where its evidence lives: as the run resolved it (``store.txt``), else from
+        its Hydra config, whose ``${oc.env:CODESIGN_STORE,…}`` Hydra keeps unresolved (resolved here, now)."""
+        recorded = self.path / STORE_FILE
+        if recorded.is_file():
+            return recorded.read_text().strip() or None
         try:
-            return str(yaml.safe_load(config.read_text())["store"]["root"])
-        except (OSError, KeyError, TypeError, yaml.YAMLError):
+            config = OmegaConf.load(self.path / ".hydra" / "config.yaml")
+            root = OmegaConf.select(config, "store.root", throw_on_resolution_failure=False)
+        except (OSError, ValueError, yaml.YAMLError):
             return None
+        return None if root is None else str(root)
 
 
 @dataclass
