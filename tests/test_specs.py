@@ -176,7 +176,8 @@ criteria:
 # A page whose note appears 8 s after it loads: past the first run's 4 s expect bound whatever the load (the
 # wait starts after the page's script), within the run again's 16 s by a margin of 8 s.
 LATE_PAGE = """<!doctype html><html><head><title>Shop</title></head><body><h1>Shop</h1>
-<script>setTimeout(() => document.body.insertAdjacentHTML('beforeend', '<p id="late">here</p>'), 8000)</script>
+<script>setTimeout(() => document.body.insertAdjacentHTML('beforeend', '<p id="late">here</p>'), 8000)
+setTimeout(() => { window.settled = true }, 8000)</script>
 </body></html>
 """
 TIMED_SPEC = """import { test, expect } from '@playwright/test';
@@ -217,6 +218,10 @@ test('the heading shows', async ({ page }) => {
   await page.goto('/');
   await expect(page.locator('h1')).toHaveText('Shop');
 });
+test('the page settles', async ({ page }) => {  // waits on the page's state, not an element: run again alone
+  await page.goto('/late.html');
+  await expect.poll(() => page.evaluate(() => window.settled === true)).toBe(true);
+});
 """
 TIMED_CRITERIA = """spec_runner: {dir: specs, expect_timeout_s: 4, rerun_workers: AT_ONCE, env: {RUNS: "RUNS_FILE"}}
 criteria:
@@ -228,6 +233,7 @@ criteria:
      spec: {file: timed.spec.mjs, title: the heading follows the note}}
   - {id: after-title, text: Then the heading., kind: content,
      spec: {file: timed.spec.mjs, title: plain > the heading follows the title}}
+  - {id: settles, text: The page settles., kind: content, spec: {file: timed.spec.mjs, title: the page settles}}
 """
 
 
@@ -259,7 +265,10 @@ def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_ru
     ran = [title for title, _, _ in lines]  # each test's runs: the two that timed out twice, the others once
     assert {t: ran.count(t) for t in set(ran)} == {"the late note shows": 2, "the missing button shows": 2,
                                                    "the title is another": 1, "the heading shows": 1,
-                                                   "the heading follows the note": 1}  # fmt: skip
+                                                   "the heading follows the note": 1, "the page settles": 2}  # fmt: skip
+    # A test that timed out on something else than an element (a poll of the page's state) is run again alone.
+    assert got["settles"]["verdict"] == "PASS" and got["settles"]["reason"].startswith("re-run alone with"), got
+    assert [workers for title, workers, _ in lines if title == "the page settles"] == ["1", "1"]
     slots = {title: slot for title, workers, slot in lines if workers == str(at_once) and at_once > 1}
     if at_once > 1:  # the run again, side by side: the late note and its follower in one worker, the button in another
         late, follower, button = (slots[t] for t in ("the late note shows", "the heading follows the note",

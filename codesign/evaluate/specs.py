@@ -12,8 +12,8 @@ are. One ``playwright test`` run per evaluation grades every spec criterion of t
   failures;
 - the report decides: passed → PASS; failed → FAIL with the assertion's message. A test that ran out of
   Playwright's time (it timed out, or a step or an ``expect`` did) may have met a slow machine rather than a
-  wrong app: it is run again, alone (a second run with only those tests, one worker — or
-  ``spec_runner.rerun_workers`` at once, for suites whose tests wait rather than compute), with
+  wrong app: it is run again, alone (a second run with only those tests, one worker; those that waited for an
+  element that never appeared up to ``spec_runner.rerun_workers`` at once, in a run of their own), with
   ``RERUN_FACTOR`` times its bounds, and that run decides — passed → PASS; a wait for an element that is
   still not there → FAIL ``element_never_reached``; anything else → FAIL. A plain assertion failure is never
   run again. A test that did not run, a spec folder whose dependencies do not install, a runner that crashed
@@ -116,6 +116,13 @@ FIRST = Pass("codesign.config.mjs", "codesign-report.json", "codesign-results", 
 RERUN = Pass(
     "codesign-rerun.config.mjs", "codesign-rerun-report.json", "codesign-rerun-results", "spec-rerun.log", RERUN_FACTOR
 )
+RERUN_SIDE = Pass(  # the tests that waited for an element, run again side by side (spec_runner.rerun_workers)
+    "codesign-rerun-side.config.mjs",
+    "codesign-rerun-side-report.json",
+    "codesign-rerun-side-results",
+    "spec-rerun-side.log",
+    RERUN_FACTOR,
+)
 
 
 @dataclass
@@ -213,6 +220,12 @@ def parse_report(report: dict[str, Any]) -> dict[tuple[str, str], SpecResult]:
 
 def _runs_again(result: SpecResult) -> bool:
     return result.timed_out or (result.blocker is not None and result.blocker.timed_out)
+
+
+def _waited_for_element(result: SpecResult) -> bool:
+    """It (or the serial test that kept it from running) ran out of time waiting for an element not there."""
+    lead = result if result.timed_out else result.blocker
+    return lead is not None and lead.element_never_reached
 
 
 def _place(annotation: dict[str, Any]) -> str:
@@ -343,18 +356,28 @@ async def grade_specs(
         # Only what ran out of time is run again: a plain assertion's failure does not depend on the machine.
         # A serial group's test that a timed-out one kept from running goes with it: the group runs in order.
         again = [c for c in wanted if _runs_again(first.results[c.id])]
-        second = Attempt("", 0.0)
-        locations = sorted({first.results[c.id].location for c in again})
-        workers = min(runner.rerun_workers, len(locations))
-        if again:
+        # A test that waited for an element that never appeared only waits in its run again: such tests may run
+        # side by side (spec_runner.rerun_workers); one that ran out of time otherwise (computing, animating,
+        # polling) runs alone, the machine to itself. A serial group's follower goes with the test it followed.
+        side = [c for c in again if runner.rerun_workers > 1 and _waited_for_element(first.results[c.id])]
+        reruns: dict[str, tuple[Attempt, int]] = {}  # criterion id -> the run again that decided it, its workers
+        out: dict[str, CriterionVerdict] = {}
+        for run, group, at_once in ((RERUN, [c for c in again if c not in side], 1),
+                                    (RERUN_SIDE, side, runner.rerun_workers)):  # fmt: skip
+            if not group:
+                continue
+            locations = sorted({first.results[c.id].location for c in group})
             bound = RUN_BOUND_S + len(locations) * RERUN_FACTOR * runner.timeout_s  # each test's bound, and slack
-            second = await attempt(RERUN, [alone(place) for place in locations], again, bound, workers)
-        out: dict[str, CriterionVerdict] = dict(second.failed)
+            workers = min(at_once, len(locations))
+            second = await attempt(run, [alone(place) for place in locations], group, bound, workers)
+            out |= second.failed
+            reruns |= {c.id: (second, workers) for c in group}
         for c in wanted:
             assert c.spec is not None
             if c.id in out:
                 continue
-            earlier, rerun = first.results[c.id], c.id in second.results
+            earlier, rerun = first.results[c.id], c.id in reruns
+            second, workers = reruns.get(c.id, (first, 1))
             decided = second if rerun else first  # the run whose result stands
             r = decided.results[c.id]
             record: dict[str, Any] = {
