@@ -265,7 +265,8 @@ def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_ru
     ran = [title for title, _, _ in lines]  # each test's runs: the two that timed out twice, the others once
     assert {t: ran.count(t) for t in set(ran)} == {"the late note shows": 2, "the missing button shows": 2,
                                                    "the title is another": 1, "the heading shows": 1,
-                                                   "the heading follows the note": 1, "the page settles": 2}  # fmt: skip
+                                                   "the heading follows the note": 1,
+                                                   "the page settles": 2}  # fmt: skip
     # A test that timed out on something else than an element (a poll of the page's state) is run again alone.
     assert got["settles"]["verdict"] == "PASS" and got["settles"]["reason"].startswith("re-run alone with"), got
     assert [workers for title, workers, _ in lines if title == "the page settles"] == ["1", "1"]

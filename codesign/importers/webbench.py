@@ -29,9 +29,10 @@ writes one task folder ``wb-<project>-task-<N>``:
 The tasks of a project share their app, reference and specs, so each of those runs happens once per project
 (on every test up to the last task wanted), its spec files split over ``--workers`` Playwright runners at
 once on the starting app (whose tests wait out their bounds) and ``--reference-workers`` on the reference.
-``OUT/summary.md`` and ``summary.json`` say what was imported, skipped and flaky; ``--gate`` then runs
-:mod:`codesign.importers.webbench_gate`. Projects that need what codesign does not run (a database or
-full-stack server, a bundler task, files checked by a compiler with no page) are skipped with the reason.
+``OUT/summary.md`` and ``summary.json`` say what was imported, skipped and flaky; ``--gate`` takes the gate's
+steps (:mod:`codesign.importers.webbench_gate`'s) on those runs, ``--fresh-gate`` grades both apps again.
+Projects that need what codesign does not run (a database or full-stack server, a bundler task, files checked
+by a compiler with no page) are skipped with the reason.
 Nothing of Web-Bench is shipped with codesign; point CHECKOUT at your own clone.
 """
 
