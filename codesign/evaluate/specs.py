@@ -377,8 +377,7 @@ async def grade_specs(
             if c.id in out:
                 continue
             earlier, rerun = first.results[c.id], c.id in reruns
-            second, workers = reruns.get(c.id, (first, 1))
-            decided = second if rerun else first  # the run whose result stands
+            decided, workers = reruns.get(c.id, (first, 1))  # the run whose result stands
             r = decided.results[c.id]
             record: dict[str, Any] = {
                 "step": "spec",
@@ -393,13 +392,13 @@ async def grade_specs(
                 record["rerun"] = {
                     "factor": RERUN_FACTOR,
                     "at_once": workers,
-                    "wall_s": round(second.wall_s, 1),
+                    "wall_s": round(decided.wall_s, 1),
                     "first": {"status": earlier.status, "message": earlier.message[:1000]},
                 }
                 seen = " ".join(earlier.message.replace(f"{work}/", "").split())[:300]
                 how = "alone" if workers == 1 else f"({workers} at once)"
                 note = f"re-run {how} with {RERUN_FACTOR}× the bounds after a timeout ({earlier.status}: {seen}): "
-            cited = [first.log_id, *([second.log_id] if rerun else [])]
+            cited = [first.log_id, *([decided.log_id] if rerun else [])]
             cited.append(session.add(EvidenceItem(f"action:{c.id}.1", "action", "/", "desktop", data=record)))
             for name, path in (r.attachments or {}).items():
                 if name in ("trace", "screenshot") and Path(path).is_file():

@@ -88,7 +88,7 @@ TEST_TIMEOUT_S = 5.0
 EXPECT_TIMEOUT_S = 2.0
 WORKERS = 8  # runners at once on a starting app, whose tests wait: see the measurement in docs/tasks.md
 REFERENCE_WORKERS = 2  # on the reference, whose tests compute: one per core (Web-Bench's 500 ms timing tests)
-RERUN_WORKERS = 4  # a runner's tests run again after a timeout at once (spec_runner.rerun_workers): see docs/tasks.md
+RERUN_WORKERS = 4  # element-waiting tests run again at once after a timeout (spec_runner.rerun_workers): docs/tasks.md
 
 
 def read_tasks(project: Path) -> list[dict[str, Any]]:
@@ -761,8 +761,8 @@ def main(argv: list[str] | None = None) -> int:
         "--rerun-workers",
         type=int,
         default=RERUN_WORKERS,
-        help=f"a runner's tests run again after a timeout at once, written as the tasks' spec_runner.rerun_workers "
-        f"(default {RERUN_WORKERS}; 1: one at a time)",
+        help=f"tests that waited for a missing element, run again at once after a timeout (the tasks' "
+        f"spec_runner.rerun_workers; default {RERUN_WORKERS}; other timeouts are run again alone)",
     )
     parser.add_argument(
         "--test-timeout",

@@ -129,9 +129,9 @@ class SpecRunner(_Strict):
     config: str | None = None  # the project's playwright config, relative to dir (its webServer is dropped)
     timeout_s: float = Field(default=30.0, gt=0, le=600)  # per test (Web-Bench's evaluation setting: 30 s)
     expect_timeout_s: float = Field(default=10.0, gt=0, le=120)  # per expect() assertion
-    # Tests run again after a timeout (alone, with longer bounds) at most this many at once. 1: one at a time,
-    # the machine to one test. A suite whose tests fail on a starting app by waiting for elements it lacks
-    # (Web-Bench's) may run them side by side: they wait, they do not compute.
+    # Tests that timed out waiting for an element that never appeared are run again (with longer bounds) at most
+    # this many at once; any other timeout is run again alone. 1: every one alone. A suite whose tests fail on a
+    # starting app by waiting for elements it lacks (Web-Bench's) may set more: they wait, they do not compute.
     rerun_workers: int = Field(default=1, ge=1, le=16)
     # Environment of the run; values may name {workspace} (the candidate's final source tree, for specs that
     # check files), {specs} (the spec folder's copy) and {base_url}: e.g. NODE_PATH: "{specs}/libraries".
