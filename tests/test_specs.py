@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from codesign.errors import TaskError
+from codesign.evaluate.evaluators import ProbeEvaluator
+from codesign.evaluate.run import evaluate_patch
 from codesign.evaluate.specs import RERUN_FACTOR
 from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
@@ -90,6 +92,22 @@ def test_specs_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_p
     assert (tmp_path / "run-noop" / href).resolve().is_file()
     code, out, _ = gate_in(tmp_path / "gate", f"tasks.root={root}")
     assert code == 0, out
+
+
+def test_an_evaluation_without_pages_grades_its_specs_and_loads_no_route(tmp_path, browser, loop, node_cache):
+    """``pages=False`` (a tool grading one app in several parts gathers its pages once): the specs load their own."""
+    task = load_task(spec_task(tmp_path / "suite") / "shop")
+    seen = {}
+    for pages in (True, False):
+        out = tmp_path / f"pages-{pages}"
+        evaluation = loop.run(evaluate_patch(task, "", ProbeEvaluator(), browser, out, node_cache, pages=pages))
+        assert {v.criterion_id: v.verdict for v in evaluation.verdicts} == {
+            "note-text": "FAIL",
+            "counter-works": "PASS",
+        }
+        seen[pages] = {i["kind"] for i in json.loads((out / "evidence.json").read_text())}
+    assert {"route", "dom", "console"} <= seen[True], seen
+    assert not seen[False] & {"route", "dom", "console", "network"} and {"diff", "build"} <= seen[False], seen
 
 
 @pytest.mark.duration(38)
@@ -286,6 +304,28 @@ def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_ru
     assert "Timeout: 16000ms" in missing["reason"]  # the run again's bound: RERUN_FACTOR× the first
     assert "spec-rerun" in evidence and (evals / "spec-rerun.log").is_file()
     assert "action:title.1" in evidence and "rerun" not in evidence["action:title.1"]["data"]
+
+
+@pytest.mark.duration(40)
+def test_with_run_again_off_a_timeout_stands_and_every_test_runs_once(tmp_path):
+    """``run_again: false`` (the Web-Bench importer's starting-app grading, with a run again's bounds from the
+    start): the first run decides, a timeout included; nothing runs twice."""
+    runs = tmp_path / "runs.txt"
+    criteria = TIMED_CRITERIA.replace("RUNS_FILE", str(runs)).replace("rerun_workers: AT_ONCE", "run_again: false")
+    criteria = criteria.replace("expect_timeout_s: 4", f"expect_timeout_s: {4 * RERUN_FACTOR}")
+    root = spec_task(tmp_path / "suite", criteria)
+    (root / "shop" / "specs" / "timed.spec.mjs").write_text(TIMED_SPEC)
+    (root / "shop" / "app" / "late.html").write_text(LATE_PAGE)
+    got = verdicts(tmp_path, root, "noop")
+    assert got["late-note"]["verdict"] == "PASS" and got["settles"]["verdict"] == "PASS", got  # 8 s < 16 s
+    missing = got["missing"]
+    assert missing["verdict"] == "FAIL" and missing["failure_category"] == "element_never_reached", missing
+    assert "Timeout: 16000ms" in missing["reason"]
+    assert not any("re-run" in v["reason"] for v in got.values()), got
+    ran = [line.split("\t")[0] for line in runs.read_text().splitlines()]
+    assert sorted(ran) == sorted(set(ran)) and "the missing button shows" in ran, ran  # each test once
+    (evals,) = list((tmp_path / "store" / "trials").glob("*/evals/*"))
+    assert not list(evals.glob("spec-rerun*.log"))
 
 
 def test_a_spec_folder_whose_dependencies_do_not_install_leaves_every_spec_criterion_ungraded(tmp_path):

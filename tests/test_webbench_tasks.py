@@ -14,7 +14,7 @@ import yaml
 
 from codesign.importers import webbench
 from codesign.importers.webbench_gate import SuiteGate, gate_suite
-from codesign.importers.webbench_runs import split_by_file
+from codesign.importers.webbench_runs import shard, split_by_file
 from codesign.tasks.loader import load_task
 from tests.conftest import gate_in
 from tests.test_webbench import CONFIG, checkout
@@ -242,3 +242,20 @@ def test_spec_files_are_split_whole_the_waiting_ones_spread(tmp_path):
     [one] = split_by_file(criteria, 1)
     assert sorted(x.id for x in one) == sorted(x.id for x in criteria)
     assert len(split_by_file(criteria, 10)) == 4  # never more groups than files
+
+
+def test_the_starting_app_is_graded_once_with_the_bounds_of_a_run_again(tmp_path):
+    """Its shards run every test once with ``RERUN_FACTOR``× the task's bounds; the task keeps its own."""
+    from codesign.evaluate.specs import RERUN_FACTOR
+    from tests.test_specs import spec_task
+
+    task = load_task(spec_task(tmp_path / "suite") / "shop")
+    runner = task.spec_runner
+    assert runner is not None and runner.run_again
+    graded = load_task(shard(task.dir, task.criteria[:1], tmp_path / "shard", webbench.starting_runner(task)))
+    assert graded.spec_runner is not None and not graded.spec_runner.run_again
+    assert graded.spec_runner.timeout_s == runner.timeout_s * RERUN_FACTOR
+    assert graded.spec_runner.expect_timeout_s == runner.expect_timeout_s * RERUN_FACTOR
+    assert [c.id for c in graded.criteria] == [task.criteria[0].id]
+    assert graded.spec_runner.config == runner.config and graded.spec_runner.env == runner.env  # the rest as is
+    assert load_task(task.dir).spec_runner == runner  # the task itself unchanged

@@ -56,12 +56,14 @@ async def evaluate_patch(
     node_cache: Path,
     scratch_root: str | None = None,
     sandbox: dict[str, Any] | None = None,
+    pages: bool = True,
 ) -> Evaluation:
     """Grade ``patch`` applied to the task's baseline. Candidate failures (patch, build, serve) are
     FAIL verdicts; a criterion whose grader failed is ungraded and makes the evaluation a ``grading_error``;
     failures of the machinery around the graders (the build's sandbox, the evidence browser) are raised. The
     candidate's code is built and served in a candidate sandbox of the trial's ``sandbox`` kind (confined,
-    offline)."""
+    offline). ``pages=False`` skips the routes' screenshots and text (for criteria that load their own pages:
+    spec tests, commands) — the tools that grade one app in several parts need them once."""
     start = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     scratch = scratch_dirs.make(f"eval-{task.id}", scratch_root)
@@ -109,7 +111,7 @@ async def evaluate_patch(
             status, message = TrialStatus.OK.value, ""
 
             async def gather_and_grade() -> list[CriterionVerdict]:
-                await session.collect(list(env.routes), VIEWPORTS, patch, build.log, **options)
+                await session.collect(list(env.routes) if pages else [], VIEWPORTS, patch, build.log, **options)
                 return await evaluator.evaluate(task, session)
 
             try:

@@ -16,9 +16,10 @@ are. One ``playwright test`` run per evaluation grades every spec criterion of t
   element that never appeared up to ``spec_runner.rerun_workers`` at once, in a run of their own), with
   ``RERUN_FACTOR`` times its bounds, and that run decides — passed → PASS; a wait for an element that is
   still not there → FAIL ``element_never_reached``; anything else → FAIL. A plain assertion failure is never
-  run again. A test that did not run, a spec folder whose dependencies do not install, a runner that crashed
-  or produced no report is no verdict about the app: the criterion is ungraded (``grader_error``; a runner
-  that had to be stopped at its bound is ``undecided_timeout``) and its trial a grading error, graded again.
+  run again (nor, with ``spec_runner.run_again: false``, anything: bounds that already hold a run again's). A
+  test that did not run, a spec folder whose dependencies do not install, a runner that crashed or produced no
+  report is no verdict about the app: the criterion is ungraded (``grader_error``; a runner that had to be
+  stopped at its bound is ``undecided_timeout``) and its trial a grading error, graded again.
 
 Each test's steps become an action record (with the first run's outcome when it was run again), and its
 failure screenshot and trace and each run's log are evidence.
@@ -355,7 +356,7 @@ async def grade_specs(
             return first.failed
         # Only what ran out of time is run again: a plain assertion's failure does not depend on the machine.
         # A serial group's test that a timed-out one kept from running goes with it: the group runs in order.
-        again = [c for c in wanted if _runs_again(first.results[c.id])]
+        again = [c for c in wanted if runner.run_again and _runs_again(first.results[c.id])]
         # A test that waited for an element that never appeared only waits in its run again: such tests may run
         # side by side (spec_runner.rerun_workers); one that ran out of time otherwise (computing, animating,
         # polling) runs alone, the machine to itself. A serial group's follower goes with the test it followed.

@@ -57,6 +57,7 @@ import yaml
 
 from codesign._types import CriterionVerdict
 from codesign.evaluate.gate import flaky_warnings, integrity
+from codesign.evaluate.specs import RERUN_FACTOR
 from codesign.importers.webbench_runs import Flaky, Graded, StartingAppDoesNotBuild, flaky_tests, grade_in_parallel
 from codesign.importers.webbench_summary import SUMMARY_MD, record_import
 from codesign.runtime.browser import Browser
@@ -518,7 +519,7 @@ async def _grade(
         if options.classify:
             try:
                 baseline = await grade_in_parallel(
-                    union, "", options.workers, browser, options.node_cache, work / "baseline"
+                    union, "", options.workers, browser, options.node_cache, work / "baseline", starting_runner(task)
                 )
             except StartingAppDoesNotBuild as e:
                 raise RuntimeError(f"the starting app does not build: {str(e).split(': ', 1)[-1]}") from None
@@ -551,6 +552,21 @@ async def _grade(
         return passing, flaky_tests(task.criteria, runs)
     finally:
         await browser.close()
+
+
+def starting_runner(task: Task) -> dict[str, Any]:
+    """How the starting app is graded: once, with the bounds a run again would give (``RERUN_FACTOR``×) and no
+    run again. Nearly every test fails on it, most by waiting out a bound (an element ``src-init`` lacks), so
+    the usual first run + run again graded each such test twice — 40 % of its test runs on table, each a new
+    Playwright worker (~1.3 CPU-s: Playwright discards a worker after a failure) — for the verdicts one run at
+    the longer bounds gives."""
+    runner = task.spec_runner
+    assert runner is not None
+    return {
+        "timeout_s": min(runner.timeout_s * RERUN_FACTOR, 600.0),
+        "expect_timeout_s": min(runner.expect_timeout_s * RERUN_FACTOR, 120.0),
+        "run_again": False,
+    }
 
 
 def gated_by_import(task: Task, baseline: Graded, runs: list[dict[str, CriterionVerdict]]) -> dict[str, Any]:

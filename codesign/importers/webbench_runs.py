@@ -48,13 +48,15 @@ def split_by_file(criteria: list[Criterion], workers: int) -> list[list[Criterio
     return [g for g in groups if g]
 
 
-def shard(task_dir: Path, criteria: list[Criterion], where: Path) -> Path:
-    """A copy of the task folder (named as the task, as the loader wants) graded on ``criteria`` only."""
+def shard(task_dir: Path, criteria: list[Criterion], where: Path, runner: dict[str, Any] | None = None) -> Path:
+    """A copy of the task folder (named as the task, as the loader wants) graded on ``criteria`` only, its
+    ``spec_runner`` updated with ``runner``."""
     folder = where / task_dir.name
     shutil.copytree(task_dir, folder, ignore=shutil.ignore_patterns(*GENERATED_DIRS))
     text = yaml.safe_load((task_dir / CRITERIA).read_text())
     kept = {c.id for c in criteria}
     text["criteria"] = [c for c in text["criteria"] if c["id"] in kept]
+    text["spec_runner"] = text["spec_runner"] | (runner or {})
     (folder / CRITERIA).write_text(yaml.safe_dump(text, sort_keys=False, allow_unicode=True, width=110))
     return folder
 
@@ -75,18 +77,26 @@ class Graded:
 
 
 async def grade_in_parallel(
-    task_dir: Path, patch: str, workers: int, browser: Browser, node_cache: Path, work: Path
+    task_dir: Path,
+    patch: str,
+    workers: int,
+    browser: Browser,
+    node_cache: Path,
+    work: Path,
+    runner: dict[str, Any] | None = None,
 ) -> Graded:
     """Every criterion's verdict for ``patch``, from ``workers`` evaluations at once (one per group of spec
-    files). ``browser`` must allow that many evaluations at once (``Browser(slots=...)``)."""
+    files), their ``spec_runner`` updated with ``runner``. ``browser`` must allow that many evaluations at once
+    (``Browser(slots=...)``). Only the first gathers the app's pages (the launch/render check reads them; spec
+    tests load their own): the others would load the same pages for nothing."""
     task = load_task(task_dir)
     groups = split_by_file(task.criteria, workers)
-    shards = [shard(task_dir, group, work / f"shard-{i}") for i, group in enumerate(groups)]
+    shards = [shard(task_dir, group, work / f"shard-{i}", runner) for i, group in enumerate(groups)]
 
     async def one(i: int, folder: Path) -> Evaluation:
         return await evaluate_patch(
-            load_task(folder), patch, ProbeEvaluator(), browser, work / f"evaluation-{i}", node_cache
-        )
+            load_task(folder), patch, ProbeEvaluator(), browser, work / f"evaluation-{i}", node_cache, pages=i == 0
+        )  # split_by_file groups spec criteria only
 
     evaluations = await asyncio.gather(*(one(i, f) for i, f in enumerate(shards)))
     verdicts: dict[str, CriterionVerdict] = {}

@@ -133,6 +133,10 @@ class SpecRunner(_Strict):
     # this many at once; any other timeout is run again alone. 1: every one alone. A suite whose tests fail on a
     # starting app by waiting for elements it lacks (Web-Bench's) may set more: they wait, they do not compute.
     rerun_workers: int = Field(default=1, ge=1, le=16)
+    # false: a timeout stands, nothing is run again — only for bounds that already hold what a run again would
+    # give (the Web-Bench importer grades a starting app so, with 4× the bounds from the start: nearly every
+    # test fails on it, and a second run of each would double the import's cost for the same verdicts).
+    run_again: bool = True
     # Environment of the run; values may name {workspace} (the candidate's final source tree, for specs that
     # check files), {specs} (the spec folder's copy) and {base_url}: e.g. NODE_PATH: "{specs}/libraries".
     env: dict[str, str] = Field(default_factory=dict)
