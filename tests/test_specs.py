@@ -309,9 +309,10 @@ def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_ru
 @pytest.mark.duration(40)
 def test_with_run_again_off_a_timeout_stands_and_every_test_runs_once(tmp_path):
     """``run_again: false`` (the Web-Bench importer's starting-app grading, with a run again's bounds from the
-    start): the first run decides, a timeout included; nothing runs twice."""
+    start, ``workers`` tests at once): the first run decides, a timeout included; nothing runs twice."""
     runs = tmp_path / "runs.txt"
-    criteria = TIMED_CRITERIA.replace("RUNS_FILE", str(runs)).replace("rerun_workers: AT_ONCE", "run_again: false")
+    off = "run_again: false, workers: 3"  # … as the importer grades a starting app: its tests side by side
+    criteria = TIMED_CRITERIA.replace("RUNS_FILE", str(runs)).replace("rerun_workers: AT_ONCE", off)
     criteria = criteria.replace("expect_timeout_s: 4", f"expect_timeout_s: {4 * RERUN_FACTOR}")
     root = spec_task(tmp_path / "suite", criteria)
     (root / "shop" / "specs" / "timed.spec.mjs").write_text(TIMED_SPEC)
@@ -322,8 +323,10 @@ def test_with_run_again_off_a_timeout_stands_and_every_test_runs_once(tmp_path):
     assert missing["verdict"] == "FAIL" and missing["failure_category"] == "element_never_reached", missing
     assert "Timeout: 16000ms" in missing["reason"]
     assert not any("re-run" in v["reason"] for v in got.values()), got
-    ran = [line.split("\t")[0] for line in runs.read_text().splitlines()]
+    lines = [line.split("\t") for line in runs.read_text().splitlines()]
+    ran = [title for title, _, _ in lines]
     assert sorted(ran) == sorted(set(ran)) and "the missing button shows" in ran, ran  # each test once
+    assert {workers for _, workers, _ in lines} == {"3"} and len({slot for _, _, slot in lines}) > 1, lines
     (evals,) = list((tmp_path / "store" / "trials").glob("*/evals/*"))
     assert not list(evals.glob("spec-rerun*.log"))
 

@@ -254,6 +254,7 @@ def test_the_starting_app_is_graded_once_with_the_bounds_of_a_run_again(tmp_path
     assert runner is not None and runner.run_again
     graded = load_task(shard(task.dir, task.criteria[:1], tmp_path / "shard", webbench.starting_runner(task)))
     assert graded.spec_runner is not None and not graded.spec_runner.run_again
+    assert graded.spec_runner.workers == webbench.STARTING_WORKERS > runner.workers == 1  # they wait side by side
     assert graded.spec_runner.timeout_s == runner.timeout_s * RERUN_FACTOR
     assert graded.spec_runner.expect_timeout_s == runner.expect_timeout_s * RERUN_FACTOR
     assert [c.id for c in graded.criteria] == [task.criteria[0].id]

@@ -7,9 +7,9 @@ are. One ``playwright test`` run per evaluation grades every spec criterion of t
   node cache, installed once per lockfile like an app's (``@playwright/test`` is its dependency);
 - a generated config wraps the project's own: ``baseURL`` is codesign's served app, its ``webServer`` is
   dropped, the browser is codesign's Chromium (same flags, loopback only), one Chromium project (with the
-  project's own Chromium settings, e.g. a viewport), no retries, generous timeouts
-  (``spec_runner.timeout_s`` per test), the JSON reporter into a file, traces and screenshots kept for
-  failures;
+  project's own Chromium settings, e.g. a viewport), no retries, one test at a time (``spec_runner.workers``),
+  generous timeouts (``spec_runner.timeout_s`` per test), the JSON reporter into a file, traces and
+  screenshots kept for failures;
 - the report decides: passed → PASS; failed → FAIL with the assertion's message. A test that ran out of
   Playwright's time (it timed out, or a step or an ``expect`` did) may have met a slow machine rather than a
   wrong app: it is run again, alone (a second run with only those tests, one worker; those that waited for an
@@ -351,7 +351,9 @@ async def grade_specs(
             results = {c.id: _lookup(found, c.spec.file, c.spec.title) for c in criteria if c.spec}
             return Attempt(log_id, proc.wall_s, {}, results, report_errors(report))
 
-        first = await attempt(FIRST, sorted({c.spec.file for c in wanted if c.spec}), wanted, RUN_BOUND_S)
+        first = await attempt(
+            FIRST, sorted({c.spec.file for c in wanted if c.spec}), wanted, RUN_BOUND_S, runner.workers
+        )
         if first.failed:
             return first.failed
         # Only what ran out of time is run again: a plain assertion's failure does not depend on the machine.

@@ -89,6 +89,7 @@ TEST_TIMEOUT_S = 5.0
 EXPECT_TIMEOUT_S = 2.0
 WORKERS = 8  # runners at once on a starting app, whose tests wait: see the measurement in docs/tasks.md
 REFERENCE_WORKERS = 2  # on the reference, whose tests compute: one per core (Web-Bench's 500 ms timing tests)
+STARTING_WORKERS = 2  # tests at once in each runner on the starting app (spec_runner.workers): they wait
 RERUN_WORKERS = 4  # element-waiting tests run again at once after a timeout (spec_runner.rerun_workers): docs/tasks.md
 
 
@@ -556,16 +557,18 @@ async def _grade(
 
 def starting_runner(task: Task) -> dict[str, Any]:
     """How the starting app is graded: once, with the bounds a run again would give (``RERUN_FACTOR``×) and no
-    run again. Nearly every test fails on it, most by waiting out a bound (an element ``src-init`` lacks), so
-    the usual first run + run again graded each such test twice — 40 % of its test runs on table, each a new
-    Playwright worker (~1.3 CPU-s: Playwright discards a worker after a failure) — for the verdicts one run at
-    the longer bounds gives."""
+    run again, ``STARTING_WORKERS`` tests at once in each runner. Nearly every test fails on it, most by
+    waiting out a bound (an element ``src-init`` lacks), so the usual first run + run again graded each such
+    test twice — 40 % of its test runs on table, each a new Playwright worker (~1.3 CPU-s: Playwright discards a
+    worker after a failure) — for the verdicts one run at the longer bounds gives; and the longer bounds are
+    waited out side by side, as a run again of element-waiting tests is."""
     runner = task.spec_runner
     assert runner is not None
     return {
         "timeout_s": min(runner.timeout_s * RERUN_FACTOR, 600.0),
         "expect_timeout_s": min(runner.expect_timeout_s * RERUN_FACTOR, 120.0),
         "run_again": False,
+        "workers": STARTING_WORKERS,
     }
 
 
