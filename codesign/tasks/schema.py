@@ -129,12 +129,12 @@ class SpecRunner(_Strict):
     config: str | None = None  # the project's playwright config, relative to dir (its webServer is dropped)
     timeout_s: float = Field(default=30.0, gt=0, le=600)  # per test (Web-Bench's evaluation setting: 30 s)
     expect_timeout_s: float = Field(default=10.0, gt=0, le=120)  # per expect() assertion
-    # Tests that timed out waiting for an element that never appeared are run again (with longer bounds) at most
-    # this many at once; any other timeout is run again alone. 1: every one alone. A suite whose tests fail on a
-    # starting app by waiting for elements it lacks (Web-Bench's) may set more: they wait, they do not compute.
     # Tests run at once in the first run (1: one after another). More only for tests that wait rather than
     # compute: the Web-Bench importer's starting-app grading, where nearly every test waits out its bounds.
     workers: int = Field(default=1, ge=1, le=16)
+    # Tests that timed out waiting for an element that never appeared are run again (with longer bounds) at most
+    # this many at once; any other timeout is run again alone. 1: every one alone. A suite whose tests fail on a
+    # starting app by waiting for elements it lacks (Web-Bench's) may set more: they wait, they do not compute.
     rerun_workers: int = Field(default=1, ge=1, le=16)
     # false: a timeout stands, nothing is run again — only for bounds that already hold what a run again would
     # give (the Web-Bench importer grades a starting app so, with 4× the bounds from the start: nearly every
