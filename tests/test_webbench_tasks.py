@@ -176,9 +176,13 @@ def test_a_test_flaky_on_the_reference_is_marked_left_out_and_kept_only_when_ask
     root, counter = checkout(tmp_path / "web-bench"), tmp_path / "runs"
     tally(root, counter)
     out = tmp_path / "suite"
-    assert webbench.main([str(root), str(out), "--projects", "tally", "--tasks", "all", "--repeat", "3"]) == 0
+    command = [str(root), str(out), "--projects", "tally", "--tasks", "all", "--repeat", "3", "--gate", "--inline"]
+    assert webbench.main(command) == 0
     printed = capsys.readouterr().out
     assert counter.read_text() == "3"  # the reference's three runs; the starting app never reached the count
+    # …which the gate judged too (none graded again), and its record says over how many runs.
+    assert "ok   wb-tally-task-2 (gated on the import's runs)" in printed
+    assert json.loads((out / "summary.json").read_text())["gate"]["options"]["repeat"] == 3
     assert "2 imported, 0 skipped, 1 flaky test(s) on the reference" in printed
     assert f"flaky tally {FLAKY_ID}: passed 1, failed 2 of 3 reference runs (left out); " in printed
     task_2 = out / "wb-tally-task-2"
@@ -205,7 +209,7 @@ def test_a_test_flaky_on_the_reference_is_marked_left_out_and_kept_only_when_ask
     assert [{k: f[k] for k in evidence} | {"included": f["included"]} for f in summary["flaky"]] == [
         evidence | {"included": False}
     ]
-    assert f"| tally | 2 | – | – | {FLAKY_ID} (1/3 pass) | {BROKEN_ID} | 0 |" in (out / "summary.md").read_text()
+    assert f"| tally | 2 | 2 | 0 | {FLAKY_ID} (1/3 pass) | {BROKEN_ID} | 0 |" in (out / "summary.md").read_text()
 
     counter.unlink()  # the same three runs again, the flaky test kept
     kept = tmp_path / "kept"

@@ -840,8 +840,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.gate:  # each project gated as soon as it is imported, beside the imports still running
         from codesign.importers.webbench_gate import SuiteGate
 
-        gate = SuiteGate(args.out, workers=args.workers, on_ray=not args.inline, node_cache=args.node_cache,
-                         at_once=args.gate_jobs)  # fmt: skip
+        # The gate judges the reference over as many runs as the import graded (a task gated afresh: as many).
+        gate = SuiteGate(args.out, workers=args.workers, repeat=max(1, args.repeat), on_ray=not args.inline,
+                         node_cache=args.node_cache, at_once=args.gate_jobs)  # fmt: skip
         # Which runs the gate judges: the import's (its starting app graded once, the reference K times), or
         # its own, graded again (--fresh-gate, or a project imported without them: gated as validate does).
         gate.options["runs"] = "fresh" if args.fresh_gate else "the import's, where it has them"
