@@ -23,7 +23,7 @@ from codesign._types import EvidenceItem
 from codesign.redact import redact, redact_data
 from codesign.runtime.browser import Browser
 from codesign.runtime.visible import RenderedText, rendered_text
-from codesign.runtime.waiting import AppUnresponsive, BrowserFailure, bounded, describe, settle
+from codesign.runtime.waiting import NETWORK_CHANGED, AppUnresponsive, BrowserFailure, bounded, describe, settle
 
 _STATE_JS = """() => {
   const values = Array.from(document.querySelectorAll('input, textarea, select')).map(
@@ -58,6 +58,12 @@ def page_text(out_dir: Path, item: EvidenceItem) -> RenderedText:
     return RenderedText(visible=re.sub(r"[ \t]+", " ", re.sub(r"\n\s*\n+", "\n", text)).strip(), from_html=True)
 
 
+# A load the machine's network change hit is loaded again this many times in all: one change fails only the
+# connections being made at that moment (measured: a veth pair added during a load failed that load's pending
+# request within 30 ms, and the next load was clean).
+LOAD_ATTEMPTS = 3
+
+
 def slug(route: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", route).strip("_") or "root"
 
@@ -73,6 +79,8 @@ class LoadedPage:
     network: list[dict[str, Any]] = field(default_factory=list)
     inflight: set[Any] = field(default_factory=set)  # requests sent and not yet answered (settling waits on them)
     load_error: str | None = None  # the page never finished loading: the app's failure
+    network_changed: list[str] = field(default_factory=list)  # its requests the machine's network change failed
+    kept: list[str] | None = None  # once kept by the session: where its later such failures go too
     # Settled and not acted on since: the next step's target lookup need not settle again. Measured on
     # re-shop-cart-checkout: 105 settles (~0.2 s of frames each) per evaluation before, 63 without the repeats.
     settled: bool = False
@@ -97,6 +105,9 @@ class EvidenceSession:
     items: dict[str, EvidenceItem] = field(default_factory=dict)
     pages: dict[tuple[str, str], LoadedPage] = field(default_factory=dict)
     timeouts: list[str] = field(default_factory=list)  # app timeouts met while grading: not stored as finished
+    # Requests of the pages graders read that failed because the machine's network changed (NETWORK_CHANGED):
+    # from then on no browser verdict of this evaluation is the app's alone (outcomes.guarded_all).
+    network_changed: list[str] = field(default_factory=list)
     _contexts: dict[str, Any] = field(default_factory=dict)
 
     def add(self, item: EvidenceItem) -> str:
@@ -115,7 +126,21 @@ class EvidenceSession:
         return self._contexts[viewport]
 
     async def open(self, route: str, viewport: str, context: Any | None = None) -> LoadedPage:
-        """Load ``route`` in a new page, recording console, page errors and network traffic."""
+        """Load ``route`` in a new page, recording console, page errors and network traffic. A load whose
+        requests the machine's network change failed is not the app's page: it is loaded again, up to
+        ``LOAD_ATTEMPTS`` times; the last one's failures, and any its page meets later, go to
+        ``network_changed``."""
+        for attempt in range(1, LOAD_ATTEMPTS + 1):
+            loaded = await self._load(route, viewport, context)
+            if not loaded.network_changed or attempt == LOAD_ATTEMPTS:
+                break
+            with contextlib.suppress(Exception):  # a page that cannot close is the browser's to report
+                await loaded.page.close()
+        self.network_changed.extend(loaded.network_changed)
+        loaded.kept = self.network_changed  # its later failures are the evaluation's too
+        return loaded
+
+    async def _load(self, route: str, viewport: str, context: Any | None) -> LoadedPage:
         ctx = context or await self.context(viewport)
         page = await ctx.new_page()
         loaded = LoadedPage(page, route, viewport, None)
@@ -132,6 +157,11 @@ class EvidenceSession:
         def failed(request: Any) -> None:
             loaded.inflight.discard(request)
             loaded.network.append({"url": request.url, "method": request.method, "failure": request.failure})
+            if request.failure == NETWORK_CHANGED:
+                lost = f"{request.method} {request.url}: {NETWORK_CHANGED}"
+                loaded.network_changed.append(lost)
+                if loaded.kept is not None:
+                    loaded.kept.append(lost)
 
         page.on("response", answered)
         page.on("requestfailed", failed)

@@ -6,7 +6,10 @@ runs inside :func:`guarded`, which sorts what went wrong:
 - the app stopped answering while the browser did → the app's FAIL, ``timeout`` (graded again next run);
 - the browser or the machine failed → ungraded, ``infra``;
 - anything else the grader raised (a bug in a script, in a probe's runner, a judge's client) → ungraded,
-  ``grader_error`` — unless the browser it used is gone, which makes it ``infra``.
+  ``grader_error`` — unless the browser it used is gone, which makes it ``infra``;
+- a verdict read in the evaluation's browser after the machine's network change failed a request of a page it
+  kept (``EvidenceSession.network_changed``, :data:`~codesign.runtime.waiting.NETWORK_CHANGED`) → ungraded,
+  ``infra``: that page is not the app's alone.
 
 An ungraded criterion (but ``not_gradable``) makes its trial a ``grading_error``: never averaged in as a zero.
 """
@@ -19,6 +22,9 @@ from typing import Any
 from codesign._types import CriterionVerdict, Ungraded, Verdict
 from codesign.runtime.waiting import AppUnresponsive, BrowserFailure, describe
 from codesign.tasks.schema import Criterion
+
+# The graders that read pages of the evaluation's own browser (a spec runs its own; a command, none).
+SESSION_BROWSER_GRADERS = ("probe", "script", "judge")
 
 
 def app_timeout(criterion: Criterion, grader: str, reason: str, cited: list[str] | None = None) -> CriterionVerdict:
@@ -52,7 +58,7 @@ async def guarded_all(
 ) -> dict[str, CriterionVerdict]:
     """Like :func:`guarded` for a grader that decides several criteria at once (one spec run)."""
     try:
-        return await grading
+        verdicts = await grading
     except AppUnresponsive as e:
         session.timeouts.append(str(e))
         return {c.id: app_timeout(c, grader, str(e)) for c in criteria}
@@ -64,4 +70,14 @@ async def guarded_all(
         else:
             cause = Ungraded.INFRA
             reason = f"the browser stopped answering while the {grader} ran ({type(e).__name__}: {describe(e)})"
+    else:
+        lost = session.network_changed if grader in SESSION_BROWSER_GRADERS else []
+        if not lost:
+            return verdicts
+        reason = (f"the machine's network changed under the browser while it loaded the app ({len(lost)} "
+                  f"request(s) failed: {'; '.join(lost[:3])}): not the app's doing, graded again")  # fmt: skip
+        by_id = {c.id: c for c in criteria}
+        return {i: v if v.ungraded else CriterionVerdict.ungraded_by(by_id[i], v.grader, Ungraded.INFRA, reason,
+                                                                     v.evidence_ids)
+                for i, v in verdicts.items()}  # fmt: skip
     return {c.id: CriterionVerdict.ungraded_by(c, grader, cause, reason) for c in criteria}

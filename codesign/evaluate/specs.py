@@ -16,10 +16,13 @@ are. One ``playwright test`` run per evaluation grades every spec criterion of t
   element that never appeared up to ``spec_runner.rerun_workers`` at once, in a run of their own), with
   ``RERUN_FACTOR`` times its bounds, and that run decides — passed → PASS; a wait for an element that is
   still not there → FAIL ``element_never_reached``; anything else → FAIL. A plain assertion failure is never
-  run again (nor, with ``spec_runner.run_again: false``, anything: bounds that already hold a run again's). A
-  test that did not run, a spec folder whose dependencies do not install, a runner that crashed or produced no
-  report is no verdict about the app: the criterion is ungraded (``grader_error``; a runner that had to be
-  stopped at its bound is ``undecided_timeout``) and its trial a grading error, graded again.
+  run again (nor, with ``spec_runner.run_again: false``, anything: bounds that already hold a run again's).
+- A test that failed after the machine's network changed under its page (a request failed with
+  ``net::ERR_NETWORK_CHANGED``: its message or its trace says so) is run again, whatever the bounds; failing so
+  in the run that decides, it is no verdict about the app: ungraded (``infra``). A test that did not run, a
+  spec folder whose dependencies do not install, a runner that crashed or produced no report is no verdict
+  about the app either: the criterion is ungraded (``grader_error``; a runner that had to be stopped at its
+  bound is ``undecided_timeout``) and its trial a grading error, graded again.
 
 Each test's steps become an action record (with the first run's outcome when it was run again), and its
 failure screenshot and trace and each run's log are evidence.
@@ -35,6 +38,7 @@ import shutil
 import signal
 import subprocess
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +46,7 @@ from typing import Any
 from codesign._types import CriterionVerdict, EvidenceItem, Ungraded, Verdict
 from codesign.evaluate.evidence import EvidenceSession
 from codesign.runtime.browser import CHROMIUM_ARGS, find_chromium
+from codesign.runtime.waiting import NETWORK_CHANGED
 from codesign.sandbox import scratch
 from codesign.sandbox.dependencies import cached_node_modules, link_node_modules
 from codesign.tasks.loader import Task
@@ -223,6 +228,25 @@ def _runs_again(result: SpecResult) -> bool:
     return result.timed_out or (result.blocker is not None and result.blocker.timed_out)
 
 
+def _network_changed(result: SpecResult) -> bool:
+    """It (or the serial test that kept it from running) failed after the machine's network changed under its
+    page: a request failed with NETWORK_CHANGED, as its message or the trace kept for its failure shows."""
+    lead = result.blocker if result.status == "skipped" and result.blocker is not None else result
+    if lead.status not in ("failed", "timedOut"):
+        return False
+    trace = (lead.attachments or {}).get("trace")
+    return NETWORK_CHANGED in lead.message or (trace is not None and _mentions(Path(trace), NETWORK_CHANGED))
+
+
+def _mentions(trace: Path, text: str) -> bool:
+    """Whether a Playwright trace's event or network log holds ``text`` (a failed request keeps its error there)."""
+    try:
+        with zipfile.ZipFile(trace) as z:
+            return any(text.encode() in z.read(n) for n in z.namelist() if n.endswith((".trace", ".network")))
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
 def _waited_for_element(result: SpecResult) -> bool:
     """It (or the serial test that kept it from running) ran out of time waiting for an element not there."""
     lead = result if result.timed_out else result.blocker
@@ -358,7 +382,9 @@ async def grade_specs(
             return first.failed
         # Only what ran out of time is run again: a plain assertion's failure does not depend on the machine.
         # A serial group's test that a timed-out one kept from running goes with it: the group runs in order.
-        again = [c for c in wanted if runner.run_again and _runs_again(first.results[c.id])]
+        # So is a test the machine's network change failed, whatever its bounds: its page was not the app's.
+        again = [c for c in wanted if (runner.run_again and _runs_again(first.results[c.id]))
+                 or _network_changed(first.results[c.id])]  # fmt: skip
         # A test that waited for an element that never appeared only waits in its run again: such tests may run
         # side by side (spec_runner.rerun_workers); one that ran out of time otherwise (computing, animating,
         # polling) runs alone, the machine to itself. A serial group's follower goes with the test it followed.
@@ -400,7 +426,9 @@ async def grade_specs(
                 }
                 seen = " ".join(earlier.message.replace(f"{work}/", "").split())[:300]
                 how = "alone" if workers == 1 else f"({workers} at once)"
-                note = f"re-run {how} with {RERUN_FACTOR}× the bounds after a timeout ({earlier.status}: {seen}): "
+                why = ("after the machine's network changed under its page" if _network_changed(earlier)
+                       else f"with {RERUN_FACTOR}× the bounds after a timeout")  # fmt: skip
+                note = f"re-run {how} {why} ({earlier.status}: {seen}): "
             cited = [first.log_id, *([decided.log_id] if rerun else [])]
             cited.append(session.add(EvidenceItem(f"action:{c.id}.1", "action", "/", "desktop", data=record)))
             for name, path in (r.attachments or {}).items():
@@ -411,6 +439,11 @@ async def grade_specs(
                     cited.append(session.add(EvidenceItem(f"{kind}:spec:{c.id}", kind, "/", "desktop", kept)))
             if r.status == "passed":
                 out[c.id] = verdict(c, Verdict.PASS, f"{note}{c.spec.file}: {c.spec.title!r} passed", cited, None)
+            elif _network_changed(r):  # in the run that decides: no verdict about the app, graded again
+                which = "its run again" if rerun else "the runner"
+                reason = (f"{c.spec.title!r} {r.status} in {which} after the machine's network changed under its page "
+                          f"({NETWORK_CHANGED}): not the app's doing, graded again")  # fmt: skip
+                out[c.id] = ungraded(c, Ungraded.INFRA, reason, cited)
             elif r.status in ("failed", "timedOut"):
                 message = (r.message or "no message").replace(f"{work}/", "")  # paths as in the spec folder
                 category = (
