@@ -99,16 +99,19 @@ CHILD = textwrap.dedent("""
         def log_message(self, *args):
             pass
 
-    if mode == "never":
+    if mode in ("never", "forged"):
         serve_images()
     go = ThreadingHTTPServer(("127.0.0.1", 0), Go)
     threading.Thread(target=go.serve_forever, daemon=True).start()
+    # "forged": nothing changes, but the app writes Chromium's words where it can: its console and its page.
+    words = "net::ERR_NETWORK_CHANGED"
+    shown = "'loaded'" if mode != "forged" else f"'page.goto: {words} at /'; console.error('Failed: {words}')"
+    go_url, image_url = f"http://127.0.0.1:{go.server_address[1]}/go", f"http://127.0.0.1:{image_port}/dot.svg"
     (root / "index.html").write_text(
-        "<p id=greeting>hi</p><p id=state>pending</p><script>fetch('http://127.0.0.1:%d/go').then(() => {"
-        "const i = new Image(); i.onload = () => { state.textContent = 'loaded' };"
+        f"<p id=greeting>hi</p><p id=state>pending</p><script>fetch('{go_url}').then(() => {{"
+        f"const i = new Image(); i.onload = () => {{ state.textContent = {shown} }};"
         "i.onerror = () => { state.textContent = 'broken' };"
-        "i.src = 'http://127.0.0.1:%d/dot.svg'; document.body.append(i) })</script>"
-        % (go.server_address[1], image_port))
+        f"i.src = '{image_url}'; document.body.append(i) }})</script>")
 
     async def specs():  # the task's spec run: Playwright's own Chromium session, codesign's flags
         from codesign.evaluate.outcomes import guarded_all
@@ -168,6 +171,9 @@ def test_a_load_the_network_change_hit_is_loaded_again_and_one_it_keeps_hitting_
     # Control: nothing changes the network, the page loads once with its image, the probe passes.
     calm = graded(tmp_path, "never")
     assert (calm["verdict"], calm["loads"], calm["changes"], calm["images"], calm["lost"]) == ("PASS", 1, 0, [200], [])
+    # The app writing Chromium's words in its console and page changes nothing: the network log decides.
+    forged = graded(tmp_path, "forged")
+    assert (forged["verdict"], forged["loads"], forged["lost"]) == ("PASS", 1, []), forged
     # One change while the image connects: that load is not the app's page; the next one is, and decides.
     once = graded(tmp_path, "once")
     assert (once["verdict"], once["loads"], once["changes"], once["images"], once["lost"]) == ("PASS", 2, 1, [200], [])
@@ -214,6 +220,10 @@ def test_a_spec_test_the_network_change_failed_is_run_again_and_if_it_fails_so_a
 
     calm = graded(tmp_path, "never", str(task("never")), str(node_cache))
     assert calm["verdicts"]["dot"][0] == "PASS" and calm["loads"] == 1, calm
+    forged = graded(tmp_path, "forged", str(task("forged")), str(node_cache))  # the app's words: its own FAIL
+    verdict, ungraded, reason = forged["verdicts"]["dot"]
+    assert (verdict, ungraded, forged["loads"]) == ("FAIL", None, 1), forged
+    assert 'Received: "page.goto: net::ERR_NETWORK_CHANGED at /"' in reason and "re-run" not in reason, reason
     once = graded(tmp_path, "once", str(task("once")), str(node_cache))  # its run again decides
     verdict, _, reason = once["verdicts"]["dot"]
     assert (verdict, once["loads"], once["changes"]) == ("PASS", 2, 1), once

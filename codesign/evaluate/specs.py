@@ -18,7 +18,7 @@ are. One ``playwright test`` run per evaluation grades every spec criterion of t
   still not there → FAIL ``element_never_reached``; anything else → FAIL. A plain assertion failure is never
   run again (nor, with ``spec_runner.run_again: false``, anything: bounds that already hold a run again's).
 - A test that failed after the machine's network changed under its page (a request failed with
-  ``net::ERR_NETWORK_CHANGED``: its message or its trace says so) is run again, whatever the bounds; failing so
+  ``net::ERR_NETWORK_CHANGED``, in its trace's network log) is run again, whatever the bounds; failing so
   in the run that decides, it is no verdict about the app: ungraded (``infra``). A test that did not run, a
   spec folder whose dependencies do not install, a runner that crashed or produced no report is no verdict
   about the app either: the criterion is ungraded (``grader_error``; a runner that had to be stopped at its
@@ -230,21 +230,28 @@ def _runs_again(result: SpecResult) -> bool:
 
 def _network_changed(result: SpecResult) -> bool:
     """It (or the serial test that kept it from running) failed after the machine's network changed under its
-    page: a request failed with NETWORK_CHANGED, as its message or the trace kept for its failure shows."""
+    page: the trace kept for its failure records a request that failed with NETWORK_CHANGED."""
     lead = result.blocker if result.status == "skipped" and result.blocker is not None else result
-    if lead.status not in ("failed", "timedOut"):
-        return False
     trace = (lead.attachments or {}).get("trace")
-    return NETWORK_CHANGED in lead.message or (trace is not None and _mentions(Path(trace), NETWORK_CHANGED))
+    return lead.status in ("failed", "timedOut") and trace is not None and _request_failed(Path(trace), NETWORK_CHANGED)
 
 
-def _mentions(trace: Path, text: str) -> bool:
-    """Whether a Playwright trace's event or network log holds ``text`` (a failed request keeps its error there)."""
+def _request_failed(trace: Path, failure: str) -> bool:
+    """Whether a Playwright trace's network log has a request that failed with ``failure`` — Chromium's own
+    record. Never the text anywhere else: the app writes its console, its page and so the assertions' messages,
+    and an app that could print its way out of a FAIL would be ungraded, i.e. left out of every score."""
     try:
         with zipfile.ZipFile(trace) as z:
-            return any(text.encode() in z.read(n) for n in z.namelist() if n.endswith((".trace", ".network")))
-    except (OSError, zipfile.BadZipFile):
+            for name in (n for n in z.namelist() if n.endswith(".network")):
+                for line in filter(None, z.read(name).splitlines()):
+                    record = json.loads(line)  # {"type": "resource-snapshot", "snapshot": {…, "response": …}}
+                    snapshot = record.get("snapshot") if isinstance(record, dict) else None
+                    response = snapshot.get("response") if isinstance(snapshot, dict) else None
+                    if isinstance(response, dict) and response.get("_failureText") == failure:
+                        return True
+    except (OSError, ValueError, zipfile.BadZipFile):
         return False
+    return False
 
 
 def _waited_for_element(result: SpecResult) -> bool:
