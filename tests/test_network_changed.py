@@ -166,7 +166,7 @@ def graded(tmp_path: Path, mode: str, *task: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.duration(10)
+@pytest.mark.duration(22)
 def test_a_load_the_network_change_hit_is_loaded_again_and_one_it_keeps_hitting_is_ungraded(tmp_path):
     # Control: nothing changes the network, the page loads once with its image, the probe passes.
     calm = graded(tmp_path, "never")
@@ -198,7 +198,7 @@ test('the dot shows', async ({ page }) => {
 
 
 @pytest.mark.slow
-@pytest.mark.duration(40)
+@pytest.mark.duration(75)
 def test_a_spec_test_the_network_change_failed_is_run_again_and_if_it_fails_so_again_ungraded(tmp_path, node_cache):
     from codesign.sandbox.dependencies import cached_node_modules
 

@@ -22,7 +22,7 @@ def _scores(run_dir: Path) -> pl.DataFrame:
     return pl.read_parquet(run_dir / "tasks.parquet")
 
 
-@pytest.mark.duration(50)
+@pytest.mark.duration(69)
 def test_default_run_scores_oracle_perfectly_and_logs_wandb_offline(tmp_path):
     """`python -m codesign` with no arguments: bundled tasks, oracle, probes, W&B offline, own local Ray."""
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "WANDB_API_KEY", "WANDB_MODE")}

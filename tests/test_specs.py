@@ -73,7 +73,7 @@ def spec_task(root: Path, criteria: str = CRITERIA, config: str = CONFIG) -> Pat
     return root
 
 
-@pytest.mark.duration(47)
+@pytest.mark.duration(97)
 def test_specs_grade_the_oracle_and_the_noop_and_the_gate_accepts_the_task(tmp_path):
     root = spec_task(tmp_path / "suite")
     oracle = verdicts(tmp_path, root, "oracle")
@@ -255,7 +255,7 @@ criteria:
 """
 
 
-@pytest.mark.duration(45)
+@pytest.mark.duration(74)
 @pytest.mark.parametrize("at_once", [1, 3])
 def test_a_test_that_timed_out_is_run_again_alone_with_longer_bounds_and_that_run_decides(tmp_path, at_once):
     """Alone (``rerun_workers: 1``), or side by side with the same verdicts (``3``: a serial group in one

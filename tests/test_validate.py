@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GOOD = "me-bakery-header-mockup"
 
 
-@pytest.mark.duration(230)
+@pytest.mark.duration(348)
 def test_gate_passes_on_the_whole_bundled_suite(tmp_path):
     code, out, folder = gate_in(tmp_path)
     assert code == 0, out  # the report names the task and the check that failed

@@ -233,7 +233,7 @@ def gate_verdicts(folder: Path, which: str) -> dict[str, dict[str, dict]]:
     }
 
 
-@pytest.mark.duration(70)
+@pytest.mark.duration(159)
 def test_web_bench_projects_plain_and_vite_become_sound_tasks_graded_by_their_own_specs(tmp_path, capsys):
     out = tmp_path / "suite"
     code = webbench.main([str(checkout(tmp_path / "web-bench")), str(out)])

@@ -39,7 +39,7 @@ def same(task: Path, other: Path) -> bool:
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.duration(155)
+@pytest.mark.duration(505)
 def test_every_task_imports_alike_alone_or_together_and_the_gate_by_project_reports_as_validate(
     tmp_path, capsys, ray_instance
 ):
@@ -171,7 +171,7 @@ def tally(root: Path, counter: Path) -> None:
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.duration(60)
+@pytest.mark.duration(112)
 def test_a_test_flaky_on_the_reference_is_marked_left_out_and_kept_only_when_asked(tmp_path, capsys):
     root, counter = checkout(tmp_path / "web-bench"), tmp_path / "runs"
     tally(root, counter)
