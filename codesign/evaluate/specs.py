@@ -40,6 +40,7 @@ import subprocess
 import time
 import zipfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,14 @@ class SpecResult:
         """It ran out of Playwright's time (the test's, a step's, an expect's): maybe the machine's doing."""
         return self.status == "timedOut" or (self.status == "failed" and bool(_TIMED_OUT.search(self.message)))
 
+    @cached_property
+    def network_changed(self) -> bool:
+        """It failed after the machine's network changed under its page: the trace kept for its failure records
+        a request that failed with NETWORK_CHANGED (read once: several decisions ask)."""
+        trace = (self.attachments or {}).get("trace")
+        failed = self.status in ("failed", "timedOut")
+        return failed and trace is not None and _request_failed(Path(trace), NETWORK_CHANGED)
+
     @property
     def element_never_reached(self) -> bool:
         """It timed out waiting for an element: one that never appeared (an expect found none, a wait never
@@ -230,10 +239,9 @@ def _runs_again(result: SpecResult) -> bool:
 
 def _network_changed(result: SpecResult) -> bool:
     """It (or the serial test that kept it from running) failed after the machine's network changed under its
-    page: the trace kept for its failure records a request that failed with NETWORK_CHANGED."""
+    page (:attr:`SpecResult.network_changed`)."""
     lead = result.blocker if result.status == "skipped" and result.blocker is not None else result
-    trace = (lead.attachments or {}).get("trace")
-    return lead.status in ("failed", "timedOut") and trace is not None and _request_failed(Path(trace), NETWORK_CHANGED)
+    return lead.network_changed
 
 
 def _request_failed(trace: Path, failure: str) -> bool:
