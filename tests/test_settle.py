@@ -90,6 +90,39 @@ def test_a_far_timer_does_not_hold_the_page_and_a_timed_change_is_always_seen(lo
     assert text == "after"
 
 
+# A framework's deferred render, as React's transitions (React Router 7 navigates in one): its scheduler works
+# in message-channel slices, yielding to the browser between them, and touches the DOM only when it commits.
+# On a loaded machine the slices spread over many frames without a mutation (a CI run's probe found the page
+# "settled" before the new route committed). ``ms`` of such work, then the commit.
+def _deferred_render(ms: int) -> str:
+    return (
+        f"const c = new MessageChannel(), end = performance.now() + {ms};"
+        "c.port1.onmessage = () => { if (performance.now() < end) { c.port2.postMessage(0); }"
+        " else { t.textContent = 'after'; } };"
+        "c.port2.postMessage(0)"
+    )
+
+
+@pytest.mark.parametrize("ms", [200, 1500])  # past the short count and the full count of frames, at 60 Hz
+def test_a_render_the_page_has_scheduled_is_waited_for_however_many_frames_it_spans(loop, browser, ms):
+    frames, text = frames_to_settle(loop, browser, "<p id=t>before</p>", _deferred_render(ms))
+    assert text == "after"
+    assert frames > FAST_QUIET_FRAMES  # the frames the render spanned were waited through
+
+
+def test_a_message_nobody_will_receive_does_not_hold_the_page(loop, browser):
+    # A port never started, or a started one sent away (to the window itself): nothing here will receive it.
+    for before in [
+        "const c = new MessageChannel(); c.port2.postMessage(0)",
+        "const c = new MessageChannel(); c.port1.onmessage = () => {};"
+        " window.postMessage(0, '*', [c.port1]); c.port2.postMessage(0)",
+        "const c = new MessageChannel(); c.port1.start();"
+        " window.postMessage(0, {targetOrigin: '*', transfer: [c.port1]}); c.port2.postMessage(0)",
+    ]:
+        frames, _ = frames_to_settle(loop, browser, "<p>x</p>", before)
+        assert frames == FAST_QUIET_FRAMES, before
+
+
 def after_explicit_wait(loop, browser, html: str, before: str, ms: int) -> tuple[bool, Any]:
     """Open ``html``, settle, run ``before`` in it, then a task's ``wait: {ms}``: whether it ended early, and
     the page's text right after it (no settle in between: what the wait itself showed)."""
