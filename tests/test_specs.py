@@ -127,7 +127,69 @@ def test_a_runner_that_crashes_or_a_test_that_does_not_exist_is_ungraded_never_a
     unloaded = verdicts(tmp_path / "c", broken, "oracle")
     assert {v["ungraded"] for v in unloaded.values()} == {"grader_error"}
     reason = unloaded["note-text"]["reason"]
-    assert "did not run" in reason and "SyntaxError: shop.spec.js" in reason, reason
+    assert "does not load (the spec folder's own fault)" in reason and "SyntaxError: shop.spec.js" in reason, reason
+
+
+# Web-Bench's esmodule specs import the candidate's own modules as they load; a spec folder may also lack a
+# package it needs. Either keeps Playwright from running any test of any file.
+APP_SPEC = """import { test, expect } from '@playwright/test';
+const app = await import(process.env.SHOP_ROOT + '/greeting.mjs');
+test('the greeting module says hello', async () => { expect(app.greeting).toBe('hello'); });
+"""
+OWN_FAULT_SPEC = """import { test, expect } from '@playwright/test';
+import tinycolor from 'tinycolor2';
+test('the brand colour is teal', async () => { expect(tinycolor('teal').toHex()).toBe('008080'); });
+"""
+ENV = 'spec_runner: {env: {SHOP_ROOT: "{workspace}"}, '
+LOADING_CRITERIA = (
+    CRITERIA.replace("spec_runner: {", ENV)
+    + """\
+  - id: greeting
+    text: The greeting module says hello.
+    kind: source
+    spec: {file: app.spec.mjs, title: "the greeting module says hello"}
+  - id: brand-colour
+    text: The brand colour is teal.
+    kind: content
+    spec: {file: colour.spec.mjs, title: "the brand colour is teal"}
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("greeting", "expected"),
+    [
+        (None, "FAIL"),  # the module the spec imports from the app is missing
+        ("export const greeting = ;\n", "FAIL"),  # … does not parse
+        ("throw new Error('not yet');\n", "FAIL"),  # … throws as it loads
+        ("export const greeting = 'hello';\n", "PASS"),
+    ],
+    ids=["missing", "syntax-error", "throws", "fine"],
+)
+def test_a_spec_file_that_does_not_load_is_the_app_s_fail_only_through_the_app_and_the_others_still_run(
+    tmp_path, browser, loop, node_cache, greeting, expected
+):
+    root = spec_task(tmp_path / "suite", LOADING_CRITERIA)
+    (root / "shop" / "specs" / "app.spec.mjs").write_text(APP_SPEC)
+    (root / "shop" / "specs" / "colour.spec.mjs").write_text(OWN_FAULT_SPEC)
+    if greeting is not None:
+        (root / "shop" / "app" / "greeting.mjs").write_text(greeting)
+    task = load_task(root / "shop")
+    patch = task.reference_patch()  # the shop's note as asked: its file's tests pass at once (no run again)
+    graded = evaluate_patch(task, patch, ProbeEvaluator(), browser, tmp_path / "out", node_cache, pages=False)
+    got = {v.criterion_id: v for v in loop.run(graded).verdicts}
+    # The file that loads is graded as ever, though two others do not load.
+    assert (got["note-text"].verdict, got["counter-works"].verdict) == ("PASS", "PASS"), got["note-text"].reason
+    # The app's module kept its spec from loading: the app's FAIL, with what Node said.
+    assert got["greeting"].verdict == expected, got["greeting"].reason
+    if expected == "FAIL":
+        assert got["greeting"].failure_category == "wrong" and got["greeting"].ungraded is None
+        assert "app.spec.mjs does not load with the candidate's app" in got["greeting"].reason
+        assert "workspace: greeting.mjs" in got["greeting"].reason  # where, as the candidate's files say it
+    # The spec folder's own missing package is no verdict about the app, whatever the app.
+    colour = got["brand-colour"]
+    assert (colour.verdict, colour.ungraded) == ("UNGRADED", "grader_error"), colour.reason
+    assert "spec folder's own fault" in colour.reason and "tinycolor2" in colour.reason
 
 
 def test_specs_get_the_environment_they_name_the_workspace_and_their_own_packages(tmp_path):

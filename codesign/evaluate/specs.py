@@ -23,6 +23,11 @@ are. One ``playwright test`` run per evaluation grades every spec criterion of t
   spec folder whose dependencies do not install, a runner that crashed or produced no report is no verdict
   about the app either: the criterion is ungraded (``grader_error``; a runner that had to be stopped at its
   bound is ``undecided_timeout``) and its trial a grading error, graded again.
+- A spec file that does not load keeps Playwright from running any test, so the files are then listed one by
+  one and the others run without it. Its own tests: FAIL when the error names a file of the candidate's
+  workspace (a module the spec imports from the app is missing, does not parse or throws — the gate has shown
+  the reference loads it), else ungraded (``grader_error``: the spec folder's own fault, e.g. a package it
+  needs).
 
 Each test's steps become an action record (with the first run's outcome when it was run again), and its
 failure screenshot and trace and each run's log are evidence.
@@ -278,6 +283,49 @@ def report_errors(report: dict[str, Any]) -> str:
     return " ".join(" ".join(_ANSI.sub("", e.get("message", "")).split()[:80]) for e in report.get("errors") or [])
 
 
+def loading_errors(work: Path, config: str, files: list[str], env: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """The files of ``files`` that do not load, each with the errors Playwright gives when listing it alone.
+    One file that does not load keeps Playwright from running any test, and its error need not name the file
+    (a syntax error in a module the spec imports names only that module): so each is listed on its own."""
+    cli = work / "node_modules" / "@playwright" / "test" / "cli.js"
+    out: dict[str, list[dict[str, Any]]] = {}
+    for file in files:
+        command = ["node", str(cli), "test", "--config", config, "--list", "--reporter=json", file]
+        proc = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=RUN_BOUND_S)
+        try:
+            errors = json.loads(proc.stdout).get("errors") or []
+        except ValueError:
+            errors = [{"message": f"playwright --list gave no report: {(proc.stdout + proc.stderr)[-600:]}"}]
+        own = [e for e in errors if not e.get("message", "").startswith("Error: No tests found")]
+        if errors:  # "No tests found" only follows from the file not loading: the errors that say why
+            out[file] = own or errors
+    return out
+
+
+def _said(errors: list[dict[str, Any]], work: Path, workspace: Path) -> str:
+    """The errors as a reason: each message and where it was raised, paths relative to the spec folder or the
+    workspace."""
+    parts = []
+    for e in errors:
+        where = (e.get("location") or {}).get("file", "")
+        text = " ".join(_ANSI.sub("", e.get("message", "")).split())
+        parts.append(text + (f" (at {where})" if where and where not in text else ""))
+    said = " | ".join(parts).replace(f"{work}/", "")
+    return said.replace(f"{workspace}/", "workspace: ")[:600]
+
+
+def in_workspace(errors: list[dict[str, Any]], workspace: Path) -> bool:
+    """Whether the errors name a file of the candidate's workspace (a module the spec imports from the app is
+    missing, does not parse or throws): then the app, not the spec folder, keeps the file from loading. A spec's
+    own fault (a package it needs, a bug of its own) names only the spec folder; the gate has shown the
+    reference loads every spec file."""
+    roots = {str(workspace).rstrip("/") + "/", str(workspace.resolve()).rstrip("/") + "/"}
+    text = " ".join(
+        f"{e.get('message', '')} {e.get('stack', '')} {(e.get('location') or {}).get('file', '')}" for e in errors
+    )
+    return any(root in text for root in roots)
+
+
 def _lookup(results: dict[tuple[str, str], SpecResult], file: str, title: str) -> SpecResult:
     """The report names files relative to the config's testDir; criteria name them relative to the spec folder
     (``test/task-1.spec.js``): the report's name is then a suffix of the criterion's."""
@@ -390,11 +438,31 @@ async def grade_specs(
             results = {c.id: _lookup(found, c.spec.file, c.spec.title) for c in criteria if c.spec}
             return Attempt(log_id, proc.wall_s, {}, results, report_errors(report))
 
-        first = await attempt(
-            FIRST, sorted({c.spec.file for c in wanted if c.spec}), wanted, RUN_BOUND_S, runner.workers
-        )
+        files = sorted({c.spec.file for c in wanted if c.spec})
+        first = await attempt(FIRST, files, wanted, RUN_BOUND_S, runner.workers)
+        unloaded: dict[str, CriterionVerdict] = {}  # the tests of spec files that do not load
+        if first.load_errors and all(r.status == "missing" for r in first.results.values()):
+            broken = await asyncio.to_thread(loading_errors, work, FIRST.config, files, env)
+            for c in wanted:
+                if c.spec is None or c.spec.file not in broken:
+                    continue
+                errors = broken[c.spec.file]
+                said = _said(errors, work, session.workspace)
+                if in_workspace(errors, session.workspace):
+                    reason = f"{c.spec.file} does not load with the candidate's app, so {c.spec.title!r} cannot run: "
+                    category = "regressed" if c.preserve else "wrong"
+                    unloaded[c.id] = verdict(c, Verdict.FAIL, reason + said, [first.log_id], category)
+                else:
+                    reason = f"{c.spec.file} does not load (the spec folder's own fault): {said}"
+                    unloaded[c.id] = ungraded(c, Ungraded.GRADER_ERROR, reason, [first.log_id])
+            loading = [f for f in files if f not in broken]
+            wanted = [c for c in wanted if c.id not in unloaded]
+            if broken and loading:  # the rest run without the files that do not load
+                first = await attempt(FIRST, loading, wanted, RUN_BOUND_S, runner.workers)
         if first.failed:
-            return first.failed
+            return unloaded | first.failed
+        if not wanted:
+            return unloaded
         # Only what ran out of time is run again: a plain assertion's failure does not depend on the machine.
         # A serial group's test that a timed-out one kept from running goes with it: the group runs in order.
         # So is a test the machine's network change failed, whatever its bounds: its page was not the app's.
@@ -405,7 +473,7 @@ async def grade_specs(
         # polling) runs alone, the machine to itself. A serial group's follower goes with the test it followed.
         side = [c for c in again if runner.rerun_workers > 1 and _waited_for_element(first.results[c.id])]
         reruns: dict[str, tuple[Attempt, int]] = {}  # criterion id -> the run again that decided it, its workers
-        out: dict[str, CriterionVerdict] = {}
+        out: dict[str, CriterionVerdict] = dict(unloaded)
         for run, group, at_once in ((RERUN, [c for c in again if c not in side], 1),
                                     (RERUN_SIDE, side, runner.rerun_workers)):  # fmt: skip
             if not group:
