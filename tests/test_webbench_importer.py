@@ -130,3 +130,70 @@ def test_no_classify_keeps_the_file_rule_and_runs_nothing(tmp_path, capsys):
     preserve = {c["id"]: c["preserve"] for c in criteria}
     assert preserve["init-board"] is True and preserve["task-1-the-notes-list-is-there"] is False
     assert not any(c["text"].endswith((webbench.PASSES_ALREADY, webbench.FAILS_ALREADY)) for c in criteria)
+
+
+# As Web-Bench's expression-editor (its specs import tinycolor2, a devDependency of the project) and esmodule
+# (an ES-module project whose later specs import the app's own Node.js modules as they load — modules only
+# the reference has).
+PALETTE = "projects/palette/"
+PALETTE_CONFIG = """import { defineConfig } from '@playwright/test'
+export default defineConfig({ testDir: './test', use: { baseURL: 'http://127.0.0.1:3211' },
+  webServer: { command: 'npx serve src -p 3211', url: 'http://127.0.0.1:3211' } })
+"""
+SWATCH = '<!doctype html><html><body><main class="swatch" style="background: {}">swatch</main></body></html>\n'
+PALETTE_INIT = """import { test, expect } from '@playwright/test'
+test('swatch', async ({ page }) => {
+  await page.goto('/index.html')
+  await expect(page.locator('.swatch')).toBeAttached()
+})
+"""
+PALETTE_TASK_1 = """import { test, expect } from '@playwright/test'
+import tinycolor from 'tinycolor2'
+test('the swatch is teal', async ({ page }) => {
+  await page.goto('/index.html')
+  const colour = await page.locator('.swatch').evaluate((e) => getComputedStyle(e).backgroundColor)
+  expect(tinycolor(colour).toHex()).toBe('008080')
+})
+"""
+PALETTE_TASK_2 = """import { test, expect } from '@playwright/test'
+import path from 'path'
+const shades = await import(path.join(process.env.EVAL_PROJECT_ROOT, 'nodejs/index.js'))
+test('the shades module names teal', async () => { expect(shades.names).toContain('teal') })
+"""
+
+
+def test_specs_get_the_project_s_packages_and_a_spec_reading_the_app_as_it_loads_is_listed_on_the_reference(
+    tmp_path, capsys
+):
+    root = checkout(tmp_path / "web-bench")
+    deps = {"@web-bench/test-util": "workspace:*", "@types/node": "^22.7.9", "tinycolor2": "^1.6.0"}
+    put(root, PALETTE + "package.json", json.dumps({"name": "@web-bench/palette", "type": "module",
+                                                    "eval": {"stable": True}, "devDependencies": deps}))  # fmt: skip
+    put(root, PALETTE + "playwright.config.js", PALETTE_CONFIG)
+    tasks = [{"id": "task-1", "description": "Make the swatch teal."},
+             {"id": "task-2", "description": "Name the shades in nodejs/index.js."}]  # fmt: skip
+    put(root, PALETTE + "tasks.jsonl", "".join(json.dumps(t) + "\n" for t in tasks))
+    put(root, PALETTE + "src-init/index.html", SWATCH.format("black"))
+    put(root, PALETTE + "src/index.html", SWATCH.format("teal"))
+    put(root, PALETTE + "src/nodejs/index.js", "export const names = ['teal', 'navy']\n")  # ESM: the project's type
+    for name, spec in (("init", PALETTE_INIT), ("task-1", PALETTE_TASK_1), ("task-2", PALETTE_TASK_2)):
+        put(root, PALETTE + f"test/{name}.spec.js", spec)
+    out = tmp_path / "suite"
+    code = webbench.main([str(root), str(out), "--projects", "palette", "--tasks", "all", "--repeat", "1", "--gate"])
+    printed = capsys.readouterr().out
+    assert code == 0 and "2 imported, 0 skipped" in printed, printed
+    for n in (1, 2):
+        assert f"ok   wb-palette-task-{n} (gated on the import's runs)" in printed, printed
+    # The spec folder declares the project's packages (not its type declarations, which never load); the app
+    # keeps the project's module type, so Node reads the reference's nodejs/index.js as Web-Bench's run does.
+    task = out / "wb-palette-task-2"
+    assert set(json.loads((task / "specs" / "package.json").read_text())["devDependencies"]) >= {"tinycolor2"}
+    assert "@types/node" not in json.loads((task / "specs" / "package.json").read_text())["devDependencies"]
+    assert json.loads((task / "app" / "package.json").read_text())["type"] == "module"
+    # Task 2's test was listed against the reference (the starting app has no nodejs/ yet); on the starting app
+    # its file does not load for want of the app's module: a change, which the reference makes pass.
+    assert {c.id: c.preserve for c in load_task(task).criteria} == {
+        "init-swatch": True,
+        "task-1-the-swatch-is-teal": False,
+        "task-2-the-shades-module-names-teal": False,
+    }

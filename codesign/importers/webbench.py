@@ -17,9 +17,11 @@ writes one task folder ``wb-<project>-task-<N>``:
 - ``solution/solution.patch``: ``src-init`` → ``src`` (Web-Bench's reference after all tasks, which
   passes every earlier task's specs since grading is cumulative).
 - ``specs/``: the project's ``test/`` folder and config, its test-util library kept as a local package
-  (``spec_runner.packages``, so ``require`` and ES ``import`` both find it) and a pinned ``@playwright/test``
-  with a lockfile; ``criteria.yaml`` has one criterion per test of ``init.spec.js`` and of
-  ``task-1..N.spec.js``, listed by ``playwright test --list`` — never by parsing JavaScript. Which of them
+  (``spec_runner.packages``, so ``require`` and ES ``import`` both find it), a pinned ``@playwright/test`` and
+  the project's own packages (its specs may import them; not a static project's type declarations) with a
+  lockfile; ``criteria.yaml`` has one criterion per test of ``init.spec.js`` and of
+  ``task-1..N.spec.js``, listed by ``playwright test --list`` — never by parsing JavaScript (a spec that
+  imports the app's own modules as it loads, against the reference, the starting app lacking them). Which of them
   are changes is decided by running them on the unchanged app at import: a test it passes is a
   preservation (it must keep passing), a test it fails is a change (the solution must make it pass).
   ``--no-classify`` skips that run: ``init`` and earlier tasks' tests are then preservations, task N's the
@@ -246,6 +248,10 @@ def write_app(project: Path, name: str, app: Path, source: Path) -> None:
         shutil.copytree(source, app)
         if assets.is_dir():
             shutil.copytree(assets, app / "assets", dirs_exist_ok=True)
+        if json.loads((project / "package.json").read_text()).get("type") == "module":
+            # Web-Bench's sources sit in their project, whose package.json makes their .js files ES modules for
+            # Node too (esmodule's specs import the app's Node.js modules): the app says so itself.
+            (app / "package.json").write_text(json.dumps({"private": True, "type": "module"}, indent=2) + "\n")
         return
     app.mkdir(parents=True)
     for entry in project.iterdir():
@@ -264,13 +270,16 @@ def write_specs(checkout: Path, project: Path, name: str, specs: Path) -> None:
     runner_package = json.loads((specs / "package.json").read_text())
     if "type" in package:  # the config and specs are ES modules in a "type": "module" project
         runner_package["type"] = package["type"]
-    vite = layout(project) == "vite"
-    if vite:  # Web-Bench runs the specs inside the project: they may import its packages (e.g. sass)
-        app_deps = _dependencies(app_package(project, name))
+    # Web-Bench runs the specs inside the project: they may import its packages (sass in a Vite project,
+    # tinycolor2 in expression-editor's static one). Type declarations never load.
+    app_deps = _dependencies(app_package(project, name))
+    if layout(project) == "static":
+        app_deps = {k: v for k, v in app_deps.items() if not k.startswith("@types/")}
+    if app_deps:
         runner_package["devDependencies"] = {**app_deps, **runner_package["devDependencies"]}
         (specs / "package-lock.json").unlink()
     (specs / "package.json").write_text(json.dumps(runner_package, indent=2) + "\n")
-    if vite:
+    if app_deps:
         lock(specs)
     for material in ("test", "test-utils"):
         if (project / material).is_dir():
@@ -317,12 +326,15 @@ def spec_files(project: Path, n: int) -> list[str]:
 
 
 def listed_criteria(
-    folder: Path, project: Path, top: int, node_cache: Path
+    folder: Path, project: Path, top: int, node_cache: Path, reference: Path
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """One criterion per test of init and tasks 1..top (init's preservations for now), and the spec files that
-    do not load, with Playwright's reason (the tasks that need them cannot be imported; the others can)."""
+    do not load, with Playwright's reason (the tasks that need them cannot be imported; the others can). A spec
+    that imports the app's own modules as it loads (esmodule's task 18 on) is listed against ``reference`` (the
+    reference app): the starting app does not have them yet."""
     files = spec_files(project, top)
-    sources = folder / "app" / ("src" if layout(project) == "vite" else "")
+    inner = "src" if layout(project) == "vite" else ""
+    sources = folder / "app" / inner
     broken: dict[str, str] = {}
     try:
         listed = list_tests(folder / "specs", files, PACKAGES, sources, node_cache)
@@ -331,8 +343,11 @@ def listed_criteria(
         for file in files:
             try:
                 listed += list_tests(folder / "specs", [file], PACKAGES, sources, node_cache)
-            except RuntimeError as e:
-                broken[file] = str(e)
+            except RuntimeError:
+                try:
+                    listed += list_tests(folder / "specs", [file], PACKAGES, reference / inner, node_cache)
+                except RuntimeError as e:
+                    broken[file] = str(e)
     criteria: list[dict[str, Any]] = []
     for file, title in sorted(listed, key=lambda t: _file_rank(t[0])):  # stable: each file's tests in order
         criteria.append(
@@ -489,7 +504,7 @@ def _import_tasks(
         "env": {"EVAL_PROJECT_ROOT": root, "IS_EVAL_PRODUCTION": "true"},
         "packages": PACKAGES,
     }
-    every, broken = listed_criteria(union, project, top, options.node_cache)
+    every, broken = listed_criteria(union, project, top, options.node_cache, final)
     if not every:
         raise RuntimeError(f"no spec file of {name} loads: " + " | ".join(broken.values())[:1500])
     (union / "task.yaml").write_text(_yaml(manifest(project, name, top)))
