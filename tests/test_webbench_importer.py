@@ -162,6 +162,7 @@ test('the shades module names teal', async () => { expect(shades.names).toContai
 """
 
 
+@pytest.mark.duration(90)  # ~157 s on a saturated machine; its import + gate: two tasks, three spec files
 def test_specs_get_the_project_s_packages_and_a_spec_reading_the_app_as_it_loads_is_listed_on_the_reference(
     tmp_path, capsys
 ):
